@@ -1,0 +1,1 @@
+"""agentworld: language world models for agents."""

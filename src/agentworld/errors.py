@@ -1,0 +1,50 @@
+"""Errors meant for people: each says what was wrong, where, and what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class AgentWorldError(Exception):
+    """Base class for every error agentworld raises on purpose."""
+
+
+@dataclass
+class DataError(AgentWorldError):
+    """Bad input data, located by file, line, sample id and field.
+
+    Raised before anything is written for the offending row, so earlier output stays intact.
+    """
+
+    message: str
+    path: str | None = None
+    line: int | None = None
+    sample_id: str | None = None
+    field: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(f"{self.path}:{self.line}" if self.line is not None else self.path)
+        if self.sample_id is not None:
+            where.append(f"sample {self.sample_id!r}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class ConfigMismatchError(AgentWorldError):
+    """A run folder was started with a different configuration than the one given now."""
+
+
+class BackendError(AgentWorldError):
+    """A model backend failed; ``retryable`` tells the caller whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status

@@ -1,0 +1,1 @@
+"""Evaluation: infer, judge (rubric / Turing / reference), rule tier, score and report."""

@@ -1,0 +1,23 @@
+"""World-model and judge backends behind one protocol (:class:`ChatBackend`)."""
+
+from agentworld.models.base import (
+    ChatBackend,
+    ChatRequest,
+    ChatResult,
+    Usage,
+    backend_names,
+    create_backend,
+    register_backend,
+)
+from agentworld.models.scripted import ScriptedBackend
+
+__all__ = [
+    "ChatBackend",
+    "ChatRequest",
+    "ChatResult",
+    "ScriptedBackend",
+    "Usage",
+    "backend_names",
+    "create_backend",
+    "register_backend",
+]

@@ -1,0 +1,110 @@
+"""The one protocol every world-model and judge backend implements, and the backend registry.
+
+A backend turns a :class:`ChatRequest` (messages + sampling settings) into a :class:`ChatResult`
+(content, reasoning, finish reason, usage, latency). Backends register under a name with
+:func:`register_backend` so a run log can say exactly what produced each result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.schema import Message
+
+
+class ChatRequest(BaseModel):
+    """What is sent to a backend. ``key()`` identifies it for the response cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[Message, ...]
+    model: str = ""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def key(self) -> str:
+        """A stable hash of everything that affects the answer (used as the cache key)."""
+        import hashlib
+
+        import orjson
+
+        payload = orjson.dumps(self.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(payload).hexdigest()
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ChatResult(BaseModel):
+    """A backend's answer, with what is needed to account for it.
+
+    Attributes:
+        content: the answer text with reasoning removed where the server separated it.
+        reasoning: reasoning text (``reasoning``/``reasoning_content`` fields or inline ``<think>``).
+        finish_reason: as reported; ``"length"`` means the answer was truncated.
+        source: the backend that produced it (``openai:<model>``, ``retrieval``, ``scripted``, ``cache``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    reasoning: str | None = None
+    finish_reason: str | None = "stop"
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    model: str = ""
+    source: str = ""
+    attempts: int = 1
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """Anything that answers chat requests asynchronously."""
+
+    name: str
+
+    async def complete(self, request: ChatRequest) -> ChatResult: ...
+
+
+_REGISTRY: dict[str, Callable[..., ChatBackend]] = {}
+
+
+def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callable[..., ChatBackend]]:
+    """Decorator: register a backend factory under ``name`` (see :func:`create_backend`)."""
+
+    def wrap(factory: Callable[..., ChatBackend]) -> Callable[..., ChatBackend]:
+        _REGISTRY[name] = factory
+        return factory
+
+    return wrap
+
+
+def create_backend(name: str, **options: Any) -> ChatBackend:
+    """Build a registered backend by name, e.g. ``create_backend("openai", base_url=..., model=...)``."""
+    import agentworld.models  # noqa: F401  (registers the built-in backends)
+
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return factory(**options)
+
+
+def backend_names() -> list[str]:
+    import agentworld.models  # noqa: F401
+
+    return sorted(_REGISTRY)
