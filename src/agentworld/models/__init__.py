@@ -9,15 +9,26 @@ from agentworld.models.base import (
     create_backend,
     register_backend,
 )
+from agentworld.models.openai_compat import OpenAIBackend
 from agentworld.models.scripted import ScriptedBackend
 
 __all__ = [
     "ChatBackend",
     "ChatRequest",
     "ChatResult",
+    "OpenAIBackend",
     "ScriptedBackend",
     "Usage",
     "backend_names",
     "create_backend",
     "register_backend",
 ]
+
+from agentworld.models.retrieval import (
+    EmptyCorpusError,
+    RetrievalBackend,
+    RetrievalIndex,
+    Transition,
+)
+
+__all__ += ["EmptyCorpusError", "RetrievalBackend", "RetrievalIndex", "Transition"]

@@ -1,0 +1,62 @@
+"""The single ``agentworld`` command; each subcommand delegates to the module that owns it."""
+
+from __future__ import annotations
+
+import typer
+
+from agentworld import __version__
+from agentworld.envs.cli import app as record_app
+from agentworld.eval.cli import app as eval_app
+from agentworld.serve.cli import app as serve_app
+
+app = typer.Typer(
+    name="agentworld",
+    help="Language world models for agents: record real environments, simulate them, evaluate world models.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+app.add_typer(record_app, name="record", help="Record real environments into AgentWorldBench rows.")
+app.add_typer(eval_app, name="eval", help="Evaluate world models on AgentWorldBench-format data.")
+for command in serve_app.registered_commands:
+    app.registered_commands.append(command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"agentworld {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """agentworld — language world models for agents."""
+
+
+@app.command()
+def demo(
+    out: str = typer.Option("agentworld-demo", help="Folder for the recordings, the run and the report."),
+    model_base_url: str | None = typer.Option(None, help="Use this OpenAI-compatible world model instead "
+                                              "of the offline retrieval baseline."),
+    model: str = typer.Option("retrieval", help="World-model name (served model, or a backend name)."),
+    judge_base_url: str | None = typer.Option(None, help="Add the rubric judge at this endpoint."),
+    judge_model: str | None = typer.Option(None, help="Judge model name."),
+    seed: int = typer.Option(0, help="Seed for the sandbox hostnames and any sampling."),
+) -> None:
+    """Offline demo: record real terminal scenarios, simulate them, score them, write the report."""
+    from agentworld.demo import DemoConfig, run_demo
+
+    run_demo(DemoConfig(out=out, model_base_url=model_base_url, model=model,
+                        judge_base_url=judge_base_url, judge_model=judge_model, seed=seed))
+
+
+def main() -> None:
+    """Console-script entry point; turns agentworld's own errors into one clear line and exit code 2."""
+    from agentworld.errors import AgentWorldError
+
+    try:
+        app()
+    except AgentWorldError as exc:
+        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None

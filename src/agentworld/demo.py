@@ -1,0 +1,103 @@
+"""The offline demo: record real terminal sessions, simulate them, score them, write the report.
+
+Runs on a fresh machine with no network and no key. The world model is the retrieval baseline
+built from the shipped corpus *without* the demo scenarios (so it predicts sessions it has never
+seen); the score is the judge-free rule tier. With ``model_base_url`` the demo uses that world
+model instead, and with a judge it adds the rubric scores.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+DEMO_SCENARIOS: tuple[str, ...] = (
+    "files-heredoc",
+    "pipes-chains",
+    "python-script",
+    "python-traceback",
+    "git-init-commit",
+    "nav-cd-subdirs",
+    "interactive-sleep-interrupt",
+)
+"""Built-in scenarios the demo records fresh; the retrieval index is built without them."""
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Options of ``agentworld demo`` (see the CLI help for each)."""
+
+    out: str = "agentworld-demo"
+    model_base_url: str | None = None
+    model: str = "retrieval"
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    seed: int = 0
+    scenarios: tuple[str, ...] = DEMO_SCENARIOS
+
+
+def record_demo_data(config: DemoConfig, data_file: Path, console: Console) -> None:
+    """Record the demo scenarios into ``data_file`` (resumes: finished scenarios are kept)."""
+    from agentworld.envs.record import builtin_scenarios_dir, load_scenarios, record_to_jsonl
+    from agentworld.envs.sandbox import missing_tools
+
+    missing = missing_tools() + ([] if shutil.which("tmux") else ["tmux"])
+    if missing:
+        from agentworld.errors import AgentWorldError
+
+        raise AgentWorldError(f"the terminal sandbox needs {', '.join(missing)}; run ./install.sh "
+                              "or install them with your package manager")
+    wanted = set(config.scenarios)
+    scenarios = [s for s in load_scenarios(builtin_scenarios_dir()) if s.name in wanted]
+    with Progress(TextColumn("recording {task.description}"), BarColumn(), TextColumn("{task.completed}/"
+                  "{task.total}"), TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("real terminal sessions", total=len(scenarios))
+        summary = record_to_jsonl(
+            scenarios, data_file, seed=config.seed, resume=True,
+            on_start=lambda s: bar.update(task, description=s.name),
+            on_done=lambda s, t, err: bar.advance(task))
+    if summary.failed:
+        console.print(f"[yellow]scenarios that failed to record: {', '.join(summary.failed)}[/]")
+    console.print(f"recorded {summary.recorded} scenario(s) ({summary.skipped} already there) "
+                  f"into {data_file}")
+
+
+def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
+    """Run the whole demo; returns the path of the HTML report."""
+    from agentworld.eval.config import EvalConfig
+    from agentworld.eval.report import write_report
+    from agentworld.eval.runner import run_eval
+    from agentworld.eval.score import render
+    from agentworld.models.base import ChatBackend
+    from agentworld.models.retrieval import RetrievalBackend, RetrievalIndex, default_corpus
+
+    console = console or Console()
+    out = Path(config.out)
+    data_file = out / "data" / "terminal_test.jsonl"
+    console.rule("1. record real terminal sessions in the sandbox")
+    record_demo_data(config, data_file, console)
+
+    model: ChatBackend | None = None
+    if config.model_base_url is None:
+        held_out = set(config.scenarios)
+        index = RetrievalIndex(default_corpus(),
+                               exclude=lambda row: row.id.rpartition("-t")[0] in held_out)
+        model = RetrievalBackend(index)
+        console.print(f"world model: retrieval baseline over {len(index)} recorded transitions "
+                      f"(demo scenarios held out)")
+    console.rule("2. simulate them with the world model, 3. score")
+    run_config = EvalConfig(
+        data=[data_file], out=out / "run", model=config.model, model_base_url=config.model_base_url,
+        judge_base_url=config.judge_base_url, judge_model=config.judge_model,
+        no_judge=config.judge_base_url is None, temperature=0.0 if model is not None else 0.6,
+        seed=config.seed)
+    report = run_eval(run_config, model=model)
+    render(report, console)
+    path = write_report(out / "run")
+    console.rule("done")
+    console.print(f"report: {path.resolve()}")
+    return path

@@ -1,0 +1,79 @@
+"""``agentworld record terminal``: record scenario files into AgentWorldBench rows.
+
+The lead mounts :data:`app` as the ``record`` command group. Example (re-creates the shipped
+corpus)::
+
+    agentworld record terminal --out src/agentworld/corpus/terminal.jsonl --overwrite
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agentworld.envs.record import Scenario, builtin_scenarios_dir, load_scenarios, record_to_jsonl
+from agentworld.envs.sandbox import SandboxConfig
+from agentworld.errors import AgentWorldError
+from agentworld.schema import Trajectory
+
+app = typer.Typer(help="Record real environment sessions into AgentWorldBench rows.", no_args_is_help=True)
+
+
+@app.callback()
+def _group() -> None:
+    """Record real environment sessions into AgentWorldBench rows."""
+
+
+@app.command("terminal")
+def terminal(
+    out: Path = typer.Option(..., "--out", help="JSONL file of AgentWorldBench rows to write."),
+    scenarios: Path | None = typer.Option(
+        None, "--scenarios", help="Scenario JSON file or folder of *.json (default: built-in scenarios)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for container hostnames (same seed, same screens)."),
+    resume: bool = typer.Option(False, "--resume", "--append",
+                                help="Keep OUT and record only the scenarios not complete in it."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing OUT."),
+    fast: bool = typer.Option(True, "--fast/--no-fast",
+                              help="End a wait early once the prompt is back and the screen is stable."),
+    wall_clock: float = typer.Option(900.0, "--wall-clock", help="Wall-clock limit per session (seconds)."),
+) -> None:
+    """Run each scenario in a fresh sandboxed bash (bubblewrap + tmux) and write its rows to OUT."""
+    console = Console(stderr=True)
+    try:
+        items = load_scenarios(scenarios if scenarios is not None else builtin_scenarios_dir())
+    except AgentWorldError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if out.exists() and out.stat().st_size and not (resume or overwrite):
+        console.print(f"[red]error:[/] {out} exists; pass --resume to continue it or --overwrite")
+        raise typer.Exit(2)
+    failures: list[str] = []
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[current]}"), console=console) as bar:
+        task = bar.add_task("recording", total=len(items), current="")
+
+        def on_start(scenario: Scenario) -> None:
+            bar.update(task, current=scenario.name)
+
+        def on_done(scenario: Scenario, traj: Trajectory | None, error: str | None) -> None:
+            if error is not None:
+                failures.append(error)
+                bar.console.print(f"[red]failed[/] {scenario.name}: {error}")
+            bar.advance(task)
+
+        try:
+            summary = record_to_jsonl(items, out, seed=seed, resume=resume,
+                                      sandbox=SandboxConfig(wall_clock_s=wall_clock), fast=fast,
+                                      on_start=on_start, on_done=on_done)
+        except AgentWorldError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(1) from None
+        bar.update(task, completed=len(items), current="")
+    console.print(f"recorded {summary.recorded} scenario(s), {summary.rows} row(s) → {out}"
+                  + (f"; skipped {summary.skipped} already recorded" if summary.skipped else ""))
+    if summary.failed:
+        console.print(f"[red]{len(summary.failed)} scenario(s) failed:[/] {', '.join(summary.failed)}")
+        raise typer.Exit(1)

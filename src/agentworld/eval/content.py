@@ -1,0 +1,229 @@
+"""Runtime metadata in observations: typed tokens, masking, and format/range checks.
+
+The official judge prompts say runtime metadata (timestamps, PIDs, ids, sizes, speeds) can only be
+checked for format and range: a simulated ``ls -l`` cannot know the real mtime. So before lines
+are compared, such tokens are replaced by typed placeholders (``<TS>``, ``<PID>``, ``<HEX>``,
+``<UUID>``, ``<SIZE>``, ``<DUR>``, ``<SPEED>``) in both texts, and the prediction's tokens are
+checked separately for plausibility against the ground truth's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_UNITS = {"": 1.0, "b": 1.0, "byte": 1.0, "bytes": 1.0, "k": 1e3, "kb": 1e3, "kib": 1024.0, "m": 1e6,
+          "mb": 1e6, "mib": 1024.0**2, "g": 1e9, "gb": 1e9, "gib": 1024.0**3, "t": 1e12, "tb": 1e12,
+          "tib": 1024.0**4}
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
+            "seconds": 1.0, "min": 60.0}
+
+# (kind, pattern, group holding the token); applied in order, each on the text left by the previous.
+_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    ("UUID", re.compile(r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"), 0),
+    ("TS", re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:Z|[+-]\d{2}:?\d{2})?)?"), 0),
+    ("TS", re.compile(rf"\b(?:{_DAY},? +)?{_MON} +\d{{1,2}},? +(?:\d{{1,2}}:\d{{2}}(?::\d{{2}})?"
+                      rf"(?: +[A-Z]{{2,5}})?(?: +\d{{4}})?|\d{{4}})\b"), 0),
+    ("TS", re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"), 0),
+    ("TS", re.compile(r"\b\d{1,2}:\d{2}\b"), 0),
+    ("TS", re.compile(r"\b1[4-9]\d{8}(?:\.\d+)?\b"), 0),
+    ("HEX", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b"), 0),
+    ("PID", re.compile(r"\b(?:pid|PID|process|Process)[ =:#]+(\d+)"), 1),
+    ("PID", re.compile(r"^\[\d+\][+-]?\s+(\d+)\s*$", re.M), 1),
+    ("PID", re.compile(r"^\S+\s+(\d+)(?=\s+\d+\.\d\s+\d+\.\d\s)", re.M), 1),
+    ("PID", re.compile(r"^\s*(\d+)(?=\s+(?:pts/\d+|tty\d*|\?)\s)", re.M), 1),
+    ("SPEED", re.compile(r"\b\d+(?:\.\d+)?\s?(?:[kKMGT]i?B|[kKMG]b|B|it)/s\b"), 0),
+    ("DUR", re.compile(r"\b\d+m\d+(?:\.\d+)?s\b|\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds)\b"), 0),
+    ("SIZE", re.compile(r"\b\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[kKMGT]|bytes|B)\b"), 0),
+    ("SIZE", re.compile(r"^[-dlcbps][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)", re.M), 1),
+    ("SIZE", re.compile(r"^total (\d+)$", re.M), 1),
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Masked:
+    """Text with metadata replaced by ``<KIND>`` placeholders, and the tokens that were replaced."""
+
+    text: str
+    tokens: tuple[Token, ...]
+
+
+def mask(text: str) -> Masked:
+    """Replace runtime-metadata tokens by typed placeholders.
+
+    >>> mask("root@ad092d3df69c:/app# sleep 1 & echo done at 12:00:01").text
+    'root@<HEX>:/app# sleep 1 & echo done at <TS>'
+    """
+    found: list[Token] = []
+    for kind, pattern, group in _PATTERNS:
+        def sub(m: re.Match[str], kind: str = kind, group: int = group) -> str:
+            found.append(Token(kind, m.group(group)))
+            start, end = m.start(group) - m.start(), m.end(group) - m.start()
+            whole = m.group(0)
+            return whole[:start] + f"<{kind}>" + whole[end:]
+        text = pattern.sub(sub, text)
+    return Masked(text, tuple(found))
+
+
+def _number(value: str, units: dict[str, float]) -> float | None:
+    m = re.match(r"(\d+(?:\.\d+)?)\s?([A-Za-zµ]*)", value)
+    if not m:
+        return None
+    unit = m.group(2).lower()
+    return float(m.group(1)) * units[unit] if unit in units else None
+
+
+def _quantity(kind: str, value: str) -> float | None:
+    if kind == "SIZE":
+        return _number(value, _UNITS)
+    if kind == "SPEED":
+        return _number(value.rsplit("/", 1)[0].replace("it", ""), _UNITS)
+    m = re.fullmatch(r"(\d+)m(\d+(?:\.\d+)?)s", value)
+    if m:
+        return int(m.group(1)) * 60 + float(m.group(2))
+    return _number(value, _SECONDS)
+
+
+def timestamp_ok(value: str) -> bool:
+    """True if every date/time field of a timestamp is in range (month 1–12, hour < 24, …)."""
+    m = re.search(r"(\d{4})-(\d{2})-(\d{2})", value)
+    if m and not (1970 <= int(m.group(1)) <= 2100 and 1 <= int(m.group(2)) <= 12
+                  and 1 <= int(m.group(3)) <= 31):
+        return False
+    m = re.search(rf"{_MON} +(\d{{1,2}})", value)
+    if m and not 1 <= int(m.group(1)) <= 31:
+        return False
+    m = re.search(r"(\d{1,2}):(\d{2})(?::(\d{2}))?", value)
+    return not m or (int(m.group(1)) < 24 and int(m.group(2)) < 60 and int(m.group(3) or 0) < 61)
+
+
+def token_ok(token: Token, truth: list[Token]) -> bool:
+    """Whether a predicted token is plausible given the ground truth's tokens of the same kind."""
+    if token.kind == "TS":
+        return timestamp_ok(token.value)
+    if token.kind == "PID":
+        return 1 <= int(token.value) <= 4_194_304
+    if token.kind == "HEX":
+        return len(token.value) in {len(t.value) for t in truth}
+    if token.kind == "UUID":
+        return True
+    value = _quantity(token.kind, token.value)
+    known = [q for q in (_quantity(t.kind, t.value) for t in truth) if q is not None]
+    if value is None or value < 0:
+        return False
+    if not known:
+        return True
+    return min(known) / 1000 <= value <= max(known) * 1000 or value == 0 == min(known)
+
+
+@dataclass(frozen=True)
+class MetadataCheck:
+    """Per-kind result of :func:`check_metadata`; ``score`` is 0–100 or None when the truth has none."""
+
+    score: float | None
+    per_kind: dict[str, float]
+
+
+def check_metadata(prediction: Masked, truth: Masked) -> MetadataCheck:
+    """Score the prediction's metadata where the truth has some: right kinds, counts and ranges.
+
+    Per kind: valid predicted tokens (capped at the truth's count) over the larger of the two counts,
+    so a missing timestamp, an extra one or an impossible ``25:61:00`` all cost.
+    """
+    by_truth: dict[str, list[Token]] = defaultdict(list)
+    by_pred: dict[str, list[Token]] = defaultdict(list)
+    for t in truth.tokens:
+        by_truth[t.kind].append(t)
+    for t in prediction.tokens:
+        by_pred[t.kind].append(t)
+    per_kind: dict[str, float] = {}
+    for kind, truth_tokens in by_truth.items():
+        preds = by_pred.get(kind, [])
+        valid = sum(token_ok(t, truth_tokens) for t in preds)
+        per_kind[kind] = 100.0 * min(valid, len(truth_tokens)) / max(len(truth_tokens), len(preds))
+    if not per_kind:
+        return MetadataCheck(None, {})
+    return MetadataCheck(sum(per_kind.values()) / len(per_kind), per_kind)
+
+
+# -- terminal sessions: what the agent wrote earlier, and what kind of command runs now -----------
+
+_HEREDOC = re.compile(r"(?:cat|tee)\s*(?:>>?\s*(?P<f1>\S+)\s*)?<<-?\s*['\"]?(?P<tag>\w+)['\"]?"
+                      r"(?:\s*>>?\s*(?P<f2>\S+))?[^\n]*\n(?P<body>.*?)\n(?P=tag)\s*$", re.S | re.M)
+_ECHO = re.compile(r"\b(?:echo(?: -e)?|printf)\s+(?P<q>['\"]?)(?P<body>.*?)(?P=q)"
+                   r"\s*>>?\s*(?P<file>[^\s;&|]+)")
+COMPUTE_CMDS = frozenset({"echo", "printf", "expr", "bc", "seq", "pwd", "basename", "dirname", "true",
+                          "false", "test", "cd", "export", "mkdir", "touch", "rm", "cp", "mv", "chmod", "ln"})
+_NEUTRAL = frozenset({"for", "do", "done", "while", "until", "if", "then", "else", "elif", "fi", "time",
+                      "!", "{", "}", "(", ")"})
+READ_CMDS = frozenset({"cat", "head", "tail", "grep", "wc", "sort", "uniq", "cut", "awk", "sed", "nl",
+                       "tr", "sha256sum", "md5sum", "sha1sum", "diff", "cmp", "base64", "xxd", "od"})
+
+
+@dataclass(frozen=True)
+class WrittenFiles:
+    """Files the session's own keystrokes wrote (heredocs, ``echo … > f``), their lines, and the
+    shell functions it defined (their output derives from the session, too)."""
+
+    names: frozenset[str]
+    lines: frozenset[str]
+    commands: frozenset[str] = frozenset()
+
+
+def written_files(keystrokes: list[str]) -> WrittenFiles:
+    names: set[str] = set()
+    lines: set[str] = set()
+    commands: set[str] = set()
+    for keys in keystrokes:
+        commands.update(re.findall(r"(?:^|[;&\s])(?:function\s+)?([A-Za-z_][\w-]*)\s*\(\)\s*\{", keys))
+        for m in _HEREDOC.finditer(keys):
+            name = m.group("f1") or m.group("f2")
+            if name:
+                names.add(name.strip("'\""))
+                lines.update(" ".join(x.split()) for x in m.group("body").splitlines() if x.strip())
+        for m in _ECHO.finditer(keys):
+            names.add(m.group("file").strip("'\""))
+            body = m.group("body").replace("\\n", "\n")
+            lines.update(" ".join(x.split()) for x in body.splitlines() if x.strip())
+    return WrittenFiles(frozenset(names), frozenset(lines), frozenset(commands))
+
+
+def command_is_deterministic(keystrokes: str, written: WrittenFiles) -> bool:
+    """True if every simple command computes from its arguments or reads files the session wrote.
+
+    ``echo $((6*7))``, ``python3 -c 'print(2**10)'`` and ``cat notes.txt`` (after writing it)
+    qualify; ``ls``, ``pip list`` or ``cat /etc/os-release`` read the pre-existing environment.
+    """
+    commands = [c.strip() for c in re.split(r"&&|\|\||[;|\n]", keystrokes) if c.strip()]
+    if not commands:
+        return False
+    for command in commands:
+        words = command.split()
+        while words and words[0] in _NEUTRAL - {"for"}:
+            words = words[1:]
+        if not words or words[0] in ("for", "select", "case") or "=" in words[0]:
+            continue
+        name = words[0].rsplit("/", 1)[-1]
+        if name in COMPUTE_CMDS or name in written.commands or (name.startswith("python") and
+                                                                 "-c" in words[1:2]):
+            continue
+        inner = re.match(r"(?:ba)?sh\s+-c\s+(['\"])(.*)\1\s*$", " ".join(words))
+        if inner and command_is_deterministic(inner.group(2), written):
+            continue
+        args = [w.strip("'\"") for w in words[1:] if not w.startswith("-")]
+        files = [a for a in args if "/" in a or "." in a]
+        if name in READ_CMDS and (not files or all(f in written.names or f.rsplit("/", 1)[-1] in
+                                                   written.names for f in files)):
+            continue
+        return False
+    return True

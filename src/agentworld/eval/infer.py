@@ -1,0 +1,105 @@
+"""World-model inference: one request per sample, exactly the official message list, one journal row.
+
+The messages are :meth:`BenchSample.messages` unchanged; the prediction is
+:func:`parse_prediction` of the content (reasoning already separated by the backend), and the raw
+content is kept so a later judging or re-parsing never needs the model again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agentworld.domains.registry import DomainRegistry
+from agentworld.errors import AgentWorldError, BackendError, DataError
+from agentworld.eval.cache import ResponseCache
+from agentworld.eval.config import InferFields, RuntimeFields
+from agentworld.io import read_journal
+from agentworld.models.base import ChatBackend, ChatRequest, Usage, create_backend
+from agentworld.models.parsing import parse_prediction
+from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples
+
+BACKEND_ERRORS: tuple[type[BaseException], ...] = (BackendError, TimeoutError, OSError)
+"""Failures that belong to one request: recorded on the sample, the run goes on."""
+
+
+class PredictionRow(BaseModel):
+    """One row of ``predictions.jsonl`` (see docs/CONTRACTS.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    domain: str
+    prediction: str = ""
+    raw: str = ""
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    truncated: bool = False
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    source: str = ""
+    error: str | None = None
+
+
+def model_request(sample: BenchSample, model: str, max_tokens: int, temperature: float) -> ChatRequest:
+    """The world-model request of a sample: the official message list and sampling settings."""
+    return ChatRequest(messages=tuple(sample.messages()), model=model, max_tokens=max_tokens,
+                       temperature=temperature)
+
+
+async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBackend, cache: ResponseCache,
+                  domains: DomainRegistry) -> PredictionRow:
+    """Ask the world model (or the cache); a backend failure becomes the row's ``error``."""
+    try:
+        result, _ = await cache.call(request, 0, backend.complete)
+    except BACKEND_ERRORS as exc:
+        return PredictionRow(id=sample.id, domain=sample.domain, source=backend.name,
+                             error=f"{type(exc).__name__}: {exc}")
+    tag = domains[sample.domain].response_tag
+    return PredictionRow(
+        id=sample.id, domain=sample.domain, prediction=parse_prediction(result.content, tag),
+        raw=result.content, reasoning=result.reasoning, finish_reason=result.finish_reason,
+        truncated=result.truncated, usage=result.usage, latency_s=result.latency_s,
+        source=result.source or backend.name)
+
+
+def read_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """Journal rows by id; the last complete row of an id wins (a resumed run may have redone it)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for row in read_journal(path):
+        if isinstance(row, dict) and "id" in row:
+            rows[str(row["id"])] = row
+    return rows
+
+
+def read_predictions(path: Path) -> dict[str, PredictionRow]:
+    return {key: PredictionRow.model_validate(row) for key, row in read_rows(path).items()}
+
+
+def select_samples(config: InferFields) -> list[BenchSample]:
+    """Load (raising a located :class:`DataError` before anything is written), filter, limit."""
+    samples = load_samples(config.data)
+    if config.domains:
+        unknown = sorted(set(config.domains) - set(DOMAIN_NAMES))
+        if unknown:
+            raise DataError(f"unknown domain(s) {', '.join(unknown)}; known: {', '.join(DOMAIN_NAMES)}",
+                            field="domains")
+        samples = [s for s in samples if s.domain in config.domains]
+    return samples[: config.limit] if config.limit else samples
+
+
+def make_backend(name: str, base_url: str | None, api_key: SecretStr | None,
+                 config: RuntimeFields) -> ChatBackend:
+    """An OpenAI-compatible client for ``base_url``, or the registered backend called ``name``."""
+    try:
+        if base_url:
+            return create_backend("openai", base_url=base_url, model=name,
+                                  api_key=api_key.get_secret_value() if api_key else None,
+                                  concurrency=config.concurrency, max_retries=config.max_retries,
+                                  timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
+        return create_backend(name)
+    except (TypeError, ValueError) as exc:
+        raise AgentWorldError(f"cannot create backend {name!r}: {exc} "
+                              "(give a base URL to use an OpenAI-compatible endpoint)") from None

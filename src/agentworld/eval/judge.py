@@ -1,0 +1,177 @@
+"""Judging a prediction: rubric scores, Turing test (which is real?) or reference comparison.
+
+The rubric request is built exactly as the official harness builds it (domain judge system
+prompt; context, current turn, simulated and real output blocks; whole user message stripped).
+Each attempt is its own request cached under ``key#attempt``, so a re-run replays the attempts a
+crashed run completed and sends only the missing ones.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.domains.registry import Domain
+from agentworld.errors import AgentWorldError, DataError
+from agentworld.eval import templates
+from agentworld.eval.cache import ResponseCache
+from agentworld.eval.config import JudgeFields
+from agentworld.eval.infer import BACKEND_ERRORS, read_predictions
+from agentworld.models.base import ChatBackend, ChatRequest, ChatResult, Usage
+from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge
+from agentworld.schema import BenchSample, Message
+
+NO_GENERATION = "No model generation"
+PARSE_FAILED = "Judge scoring failed"
+NO_REFERENCE = "No reference prediction"
+BACKEND_PREFIX = "backend: "
+
+
+class JudgeSettings(BaseModel):
+    """What every judge request of a run shares."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    mode: Literal["rubric", "turing", "reference"] = "rubric"
+    retries: int = 3
+    max_tokens: int = 32768
+    temperature: float = 0.6
+    seed: int = 0
+
+
+class JudgmentRow(BaseModel):
+    """One row of ``judgments.jsonl`` (see docs/CONTRACTS.md); ``position`` is where the prediction sat."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    domain: str
+    mode: str = "rubric"
+    failed: bool = True
+    error: str | None = None
+    scores: dict[str, int] = Field(default_factory=dict)
+    total_score: float = 0.0
+    strengths: list[str] = Field(default_factory=list)
+    weaknesses: list[str] = Field(default_factory=list)
+    judge_raw: str = ""
+    choice: str | None = None
+    correct: bool | None = None
+    position: str | None = None
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+
+
+def context_block(sample: BenchSample) -> str:
+    """``# Context …`` followed by each history pair, or ``""`` for a first turn (as officially)."""
+    body = "".join(action + "\n" + observation + "\n\n" for action, observation in sample.history())
+    return f"{templates.CONTEXT_HEADING}\n\n{body}" if body else ""
+
+
+def current_block(sample: BenchSample) -> str:
+    return f"{templates.CURRENT_HEADING}\n\n{sample.action}"
+
+
+def rubric_messages(sample: BenchSample, prediction: str, domain: Domain) -> tuple[Message, ...]:
+    """The official rubric judge request: domain judge prompt + the stripped four-block user message."""
+    user = templates.RUBRIC_USER.format(
+        context=context_block(sample), current=current_block(sample),
+        predicted=templates.fenced(templates.PREDICTED_HEADING, domain.clean_marker(prediction)),
+        ground_truth=templates.fenced(templates.TRUTH_HEADING, domain.clean_marker(sample.ground_truth)),
+    ).strip()
+    return (Message(role="system", content=domain.judge_system_prompt), Message(role="user", content=user))
+
+
+def prediction_position(sample_id: str, seed: int) -> str:
+    """Where the world model's text goes (``A``/``B``): a fair draw, fixed by seed and sample id."""
+    return "A" if random.Random(f"{seed}:{sample_id}").random() < 0.5 else "B"
+
+
+def pair_messages(sample: BenchSample, prediction: str, other: str, domain: Domain, mode: str,
+                  position: str) -> tuple[Message, ...]:
+    """Turing (``other`` = ground truth) or reference (``other`` = reference prediction) request."""
+    first, second = (prediction, other) if position == "A" else (other, prediction)
+    blocks = {"context": context_block(sample), "current": current_block(sample),
+              "response_a": templates.fenced(templates.RESPONSE_A_HEADING, domain.clean_marker(first)),
+              "response_b": templates.fenced(templates.RESPONSE_B_HEADING, domain.clean_marker(second))}
+    if mode == "turing":
+        user = templates.TURING_USER.format(**blocks)
+    else:
+        truth = templates.fenced(templates.TRUTH_HEADING, domain.clean_marker(sample.ground_truth))
+        user = templates.REFERENCE_USER.format(**blocks, ground_truth=truth)
+    return (Message(role="user", content=user.strip()),)
+
+
+def _fill(row: JudgmentRow, result: ChatResult, mode: str, position: str | None) -> JudgmentRow | None:
+    """The successful row for a judge reply, or None when the reply does not parse."""
+    if mode == "rubric":
+        try:
+            verdict = parse_judge(result.content)
+        except JudgeParseError:
+            return None
+        return row.model_copy(update={
+            "failed": False, "error": None, "scores": verdict.scores, "total_score": verdict.total_score,
+            "strengths": verdict.strengths, "weaknesses": verdict.weaknesses})
+    choice = parse_choice(result.content)
+    if choice is None:
+        return None
+    picked_prediction = choice == position
+    correct = not picked_prediction if mode == "turing" else picked_prediction
+    return row.model_copy(update={"failed": False, "error": None, "choice": choice, "correct": correct})
+
+
+async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: Domain,
+                       settings: JudgeSettings, backend: ChatBackend, cache: ResponseCache,
+                       reference: str | None = None) -> JudgmentRow:
+    """Judge one prediction with up to ``settings.retries`` attempts; never raises for backend errors.
+
+    An empty generation is recorded as failed without asking the judge (official behaviour).
+    """
+    row = JudgmentRow(id=sample.id, domain=sample.domain, mode=settings.mode)
+    if not raw:
+        return row.model_copy(update={"error": NO_GENERATION})
+    position = None
+    if settings.mode == "rubric":
+        messages = rubric_messages(sample, prediction, domain)
+    else:
+        if settings.mode == "reference" and reference is None:
+            return row.model_copy(update={"error": NO_REFERENCE})
+        position = prediction_position(sample.id, settings.seed)
+        other = sample.ground_truth if settings.mode == "turing" else (reference or "")
+        messages = pair_messages(sample, prediction, other, domain, settings.mode, position)
+    request = ChatRequest(messages=messages, model=settings.model, max_tokens=settings.max_tokens,
+                          temperature=settings.temperature)
+    row = row.model_copy(update={"position": position})
+    prompt = completion = 0
+    latency = 0.0
+    error = PARSE_FAILED
+    for attempt in range(settings.retries):
+        try:
+            result, _ = await cache.call(request, attempt, backend.complete)
+        except BACKEND_ERRORS as exc:
+            error = f"{BACKEND_PREFIX}{type(exc).__name__}: {exc}"
+            continue
+        error = PARSE_FAILED
+        prompt += result.usage.prompt_tokens
+        completion += result.usage.completion_tokens
+        latency += result.latency_s
+        row = row.model_copy(update={
+            "judge_raw": result.content, "attempts": attempt + 1, "latency_s": latency,
+            "usage": Usage(prompt_tokens=prompt, completion_tokens=completion)})
+        done = _fill(row, result, settings.mode, position)
+        if done is not None:
+            return done
+    return row.model_copy(update={"error": error, "attempts": settings.retries})
+
+
+def reference_predictions(config: JudgeFields) -> dict[str, str]:
+    """Predictions of the reference run by id (empty and failed ones left out: those samples fail)."""
+    if config.reference_run is None:
+        raise AgentWorldError("judge mode 'reference' needs --reference-run DIR")
+    rows = read_predictions(config.reference_run / "predictions.jsonl")
+    if not rows:
+        raise DataError("reference run has no predictions", path=str(config.reference_run))
+    return {k: r.prediction for k, r in rows.items() if r.raw and not r.error}

@@ -1,0 +1,282 @@
+"""One self-contained HTML report of an eval run folder: charts, tables and every sample's diff.
+
+A run is judged by reading it, so the report puts the numbers (rubric per domain and dimension,
+both "Overall" means, the rule tier, failures and truncations) next to each prediction shown
+against its ground truth with the differences highlighted. The file has no external assets, so it
+can be mailed or archived as is; every piece of data is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from agentworld.errors import AgentWorldError
+from agentworld.eval.score import score_rows
+from agentworld.io import atomic_write_text, read_journal
+from agentworld.models.parsing import SCORE_DIMENSIONS
+from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER, BenchSample, load_samples
+
+COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1")
+RULE_FIELDS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
+e = html.escape
+
+CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+.meta{color:#555}.meta b{color:#222}
+.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px}
+table.t{border-collapse:collapse;background:#fff}table.t th,table.t td{border:1px solid #ddd;padding:4px 8px;
+text-align:right}table.t th:first-child,table.t td:first-child{text-align:left}table.t th{background:#f0f0f0}
+.big{font-size:20px;font-weight:600}.note{color:#666;font-size:12px}
+details.s{background:#fff;border:1px solid #ddd;border-radius:6px;margin:6px 0}
+details.s summary{cursor:pointer;padding:6px 10px;font-family:ui-monospace,monospace}
+.badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:6px;font-size:12px;color:#fff}
+.b-fail{background:#c0392b}.b-trunc{background:#d68910}.b-ok{background:#27ae60}.b-dom{background:#666}
+table.d{width:100%;border-collapse:collapse;table-layout:fixed;font:12px/1.35 ui-monospace,monospace}
+table.d td{vertical-align:top;white-space:pre-wrap;word-break:break-all;padding:0 6px;
+border-left:1px solid #eee}
+table.d th{text-align:left;font:600 12px system-ui;padding:4px 6px;background:#f4f4f4}
+td.del{background:#fde8e8}td.ins{background:#e6f6e6}td.chg{background:#fff6dc}
+mark.x{background:#f5b041;color:#000}
+.filters{position:sticky;top:0;background:#fafafa;padding:8px 0;z-index:1}
+.filters input,.filters select{padding:4px;margin-right:8px}
+"""
+
+JS = """
+function applyFilter(){var q=document.getElementById('q').value.toLowerCase(),
+d=document.getElementById('dom').value,f=document.getElementById('onlyfail').checked,n=0;
+document.querySelectorAll('details.s').forEach(function(el){var ok=(!d||el.dataset.domain===d)&&
+(!f||el.dataset.problem==='1')&&(!q||el.textContent.toLowerCase().indexOf(q)>=0);
+el.style.display=ok?'':'none';if(ok)n++;});document.getElementById('shown').textContent=n;}
+"""
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _journal(path: Path) -> dict[str, dict[str, Any]]:
+    """Rows by id, last wins (a resumed run appends newer rows)."""
+    return {str(r["id"]): r for r in read_journal(path) if isinstance(r, dict) and "id" in r}
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "config.json"
+    if not path.exists():
+        return {}
+    cfg = json.loads(path.read_text("utf-8"))
+    flat = {**(cfg.get("infer") or {}), **(cfg.get("judge") or {})}
+    return {**flat, **{k: v for k, v in cfg.items() if k not in ("infer", "judge")}}
+
+
+def _samples(run_dir: Path, cfg: dict[str, Any]) -> tuple[list[BenchSample], str]:
+    paths = [Path(p) if Path(p).exists() else run_dir / p for p in cfg.get("data") or []]
+    if not paths:
+        return [], "no data paths in config.json: predictions only"
+    try:
+        return load_samples(paths), ""
+    except AgentWorldError as exc:
+        return [], f"data not readable ({exc}): predictions only"
+
+
+def bar_chart(domains: dict[str, dict[str, Any]]) -> str:
+    """Inline SVG: per domain, one bar per rubric dimension (0–100)."""
+    names = [d for d in domains if any(domains[d].get(k) is not None for k in SCORE_DIMENSIONS)]
+    if not names:
+        return '<p class="note">No rubric judgments yet.</p>'
+    bw, gap, h, left, top = 14, 26, 200, 36, 14
+    group = bw * len(SCORE_DIMENSIONS) + gap
+    width = max(left + group * len(names) + 10, left + 90 * len(SCORE_DIMENSIONS))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h + top + 60}" '
+           f'role="img" aria-label="rubric scores per domain" font-family="system-ui" font-size="11">']
+    for tick in (0, 25, 50, 75, 100):
+        y = top + h - tick * h / 100
+        out.append(f'<line x1="{left}" x2="{width}" y1="{y}" y2="{y}" stroke="#ddd"/>'
+                   f'<text x="{left - 4}" y="{y + 4}" text-anchor="end" fill="#666">{tick}</text>')
+    for gi, name in enumerate(names):
+        x0 = left + gi * group + gap / 2
+        for di, dim in enumerate(SCORE_DIMENSIONS):
+            value = domains[name].get(dim)
+            if value is None:
+                continue
+            bh = max(0.0, min(100.0, value)) * h / 100
+            out.append(f'<rect x="{x0 + di * bw}" y="{top + h - bh:.1f}" width="{bw - 2}" height="{bh:.1f}" '
+                       f'fill="{COLORS[di]}"><title>{e(name)} {dim}: {value:.1f}</title></rect>')
+        out.append(f'<text x="{x0 + group / 2 - gap / 2}" y="{top + h + 16}" '
+                   f'text-anchor="middle">{e(name)}</text>')
+    for di, dim in enumerate(SCORE_DIMENSIONS):
+        x = left + di * 90
+        out.append(f'<rect x="{x}" y="{top + h + 34}" width="10" height="10" fill="{COLORS[di]}"/>'
+                   f'<text x="{x + 14}" y="{top + h + 43}">{dim}</text>')
+    return "".join(out) + "</svg>"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    cells = "".join(f"<tr>{''.join(f'<td>{c}</td>' for c in row)}</tr>" for row in rows)
+    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
+
+
+def rule_table(rules: dict[str, dict[str, Any]], domain_of: dict[str, str]) -> str:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for sid, row in rules.items():
+        by[domain_of.get(sid, str(row.get("domain")))].append(row.get("rule") or {})
+    if not by:
+        return '<p class="note">No rule scores (rules.jsonl absent).</p>'
+    rows = []
+    for dom in _order(by):
+        cols = []
+        for f in RULE_FIELDS:
+            vals = [100.0 * v if isinstance(v, bool) else float(v) for r in by[dom]
+                    if isinstance(v := r.get(f), int | float)]
+            cols.append(_fmt(mean(vals)) if vals else "–")
+        rows.append([e(dom), str(len(by[dom])), *cols])
+    return _table(["domain", "n", "exact %", "line F1", "deterministic", "metadata valid", "structure",
+                   "overall"], rows)
+
+
+def _order(names: Any) -> list[str]:
+    names = set(names)
+    return [d for d in DOMAIN_NAMES if d in names] + sorted(names - set(DOMAIN_NAMES))
+
+
+def _mark(text: str, other: str) -> str:
+    """Escape ``text`` and highlight the characters that differ from ``other``."""
+    out, sm = [], difflib.SequenceMatcher(None, text, other, autojunk=False)
+    for op, a0, a1, _, _ in sm.get_opcodes():
+        chunk = e(text[a0:a1])
+        out.append(chunk if op == "equal" else f'<mark class="x">{chunk}</mark>' if chunk else "")
+    return "".join(out)
+
+
+def diff_table(prediction: str, truth: str) -> str:
+    """Side-by-side line diff; changed line pairs get character highlights."""
+    p, t = prediction.splitlines(), truth.splitlines()
+    rows = ['<table class="d"><tr><th>prediction</th><th>ground truth</th></tr>']
+    for op, a0, a1, b0, b1 in difflib.SequenceMatcher(None, p, t, autojunk=False).get_opcodes():
+        if op == "equal":
+            rows += [f"<tr><td>{e(x)}</td><td>{e(x)}</td></tr>" for x in p[a0:a1]]
+            continue
+        left, right = p[a0:a1], t[b0:b1]
+        for i in range(max(len(left), len(right))):
+            lx, rx = (left[i] if i < len(left) else None), (right[i] if i < len(right) else None)
+            if lx is not None and rx is not None:
+                rows.append(f'<tr><td class="chg">{_mark(lx, rx)}</td>'
+                            f'<td class="chg">{_mark(rx, lx)}</td></tr>')
+            else:
+                rows.append(f'<tr><td class="{"del" if lx is not None else ""}">{e(lx or "")}</td>'
+                            f'<td class="{"ins" if rx is not None else ""}">{e(rx or "")}</td></tr>')
+    return "".join(rows) + "</table>"
+
+
+def _strip(text: str) -> str:
+    return text.replace(OBSERVATION_MARKER, "").strip()
+
+
+def sample_view(sid: str, domain: str, pred: dict[str, Any], judged: dict[str, Any] | None,
+                rule: dict[str, Any] | None, truth: str | None) -> str:
+    badges, problem = [f'<span class="badge b-dom">{e(domain)}</span>'], False
+    if pred.get("error"):
+        badges.append(f'<span class="badge b-fail">prediction error: {e(str(pred["error"]))[:80]}</span>')
+        problem = True
+    if pred.get("truncated"):
+        badges.append('<span class="badge b-trunc">truncated</span>')
+        problem = True
+    if judged is not None and judged.get("failed"):
+        badges.append('<span class="badge b-fail">judge failed</span>')
+        problem = True
+    scores = []
+    if judged is not None and not judged.get("failed"):
+        dims = " ".join(f"{k[:4]}={v}" for k, v in (judged.get("scores") or {}).items())
+        scores.append(f"judge {_fmt(judged.get('total_score'), 2)} ({e(dims)})")
+    if rule:
+        scores.append(f"rules {_fmt(rule.get('overall'))}")
+    body = (diff_table(_strip(str(pred.get("prediction") or "")), _strip(truth)) if truth is not None
+            else f'<pre>{e(str(pred.get("prediction") or ""))}</pre>')
+    extra = ""
+    if judged is not None and (judged.get("weaknesses") or judged.get("error")):
+        items = [*(judged.get("weaknesses") or []), *([judged["error"]] if judged.get("error") else [])]
+        extra = ('<div class="note" style="padding:0 10px">judge notes:</div><ul>'
+                 + "".join(f"<li>{e(str(w))}</li>" for w in items) + "</ul>")
+    return (f'<details class="s" data-domain="{e(domain)}" data-problem="{int(problem)}"><summary>'
+            f'{e(sid)}{"".join(badges)} <span class="note">{" · ".join(scores)}</span></summary>'
+            f"{extra}{body}</details>")
+
+
+def _header(run_dir: Path, cfg: dict[str, Any], note: str) -> str:
+    judge = cfg.get("judge_model") or cfg.get("judge") or "–"
+    data = ", ".join(map(str, cfg.get("data") or [])) or "–"
+    made = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    model = e(str(cfg.get("model", "?")))
+    return (f'<h1>AgentWorldBench run report</h1><div class="meta"><b>model</b> {model}'
+            f' · <b>judge</b> {e(str(judge))} ({e(str(cfg.get("judge_mode", "rubric")))}) · <b>data</b> '
+            f'{e(data)} · <b>run</b> {e(str(run_dir))} · <b>written</b> {made}</div>'
+            + (f'<p class="note">{e(note)}</p>' if note else ""))
+
+
+def _overall(overall: dict[str, Any], n: int) -> str:
+    return ('<h2>Overall (rubric, 0–100)</h2><div class="card">'
+            f'<span class="big">{_fmt(overall.get("domain_mean"), 2)}</span> domain mean (as published) · '
+            f'<span class="big">{_fmt(overall.get("sample_weighted"), 2)}</span> sample-weighted (as the '
+            f'official script prints) · {overall.get("valid", 0)} valid of {overall.get("n", n)}, '
+            f'{overall.get("failed", 0)} failed (counted, not dropped)</div>')
+
+
+def _domain_table(domains: dict[str, dict[str, Any]]) -> str:
+    counts = ("truncated", "no_generation", "prediction_errors", "judge_failures")
+    dims = (*SCORE_DIMENSIONS, "total_score")
+    rows = [[e(d), f"{v.get('valid', '–')}/{v.get('n', '–')}", *(_fmt(v.get(k)) for k in dims),
+             *(str(v.get(k, 0)) for k in counts)] for d, v in domains.items()]
+    return _table(["domain", "valid/n", *SCORE_DIMENSIONS, "total", "truncated", "no output", "pred. errors",
+                   "judge failures"], rows)
+
+
+def _filters(domains: list[str], n: int) -> str:
+    options = "".join(f'<option value="{e(d)}">{e(d)}</option>' for d in domains)
+    return (f'<h2>Samples (<span id="shown">{n}</span> shown)</h2><div class="filters">'
+            '<input id="q" placeholder="filter text…" oninput="applyFilter()">'
+            '<select id="dom" onchange="applyFilter()"><option value="">all domains</option>'
+            f"{options}</select>"
+            '<label><input type="checkbox" id="onlyfail" onchange="applyFilter()"> only failures/truncations'
+            "</label></div>")
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write ``report.html`` (or ``out``) for the run folder ``run_dir`` and return its path.
+
+    Scores come from ``scores.json`` when present, else they are computed from the journals.
+    """
+    run_dir = Path(run_dir)
+    out = Path(out) if out is not None else run_dir / "report.html"
+    cfg = _config(run_dir)
+    preds = _journal(run_dir / "predictions.jsonl")
+    judged = _journal(run_dir / "judgments.jsonl")
+    rules = _journal(run_dir / "rules.jsonl")
+    samples, note = _samples(run_dir, cfg)
+    truth = {s.id: s.ground_truth for s in samples}
+    domain_of = {s.id: s.domain for s in samples} | {k: str(v.get("domain")) for k, v in preds.items()}
+    ids = [s.id for s in samples if s.id in preds] + [k for k in preds if k not in truth]
+    if (run_dir / "scores.json").exists():
+        scores = json.loads((run_dir / "scores.json").read_text("utf-8"))
+    else:
+        counts = Counter(s.domain for s in samples) or Counter(domain_of[i] for i in ids)
+        scores = score_rows(counts, preds.values(), judged.values(), rules.values()).to_json()
+    domains: dict[str, dict[str, Any]] = scores.get("domains", {})
+    views = [sample_view(i, domain_of[i], preds[i], judged.get(i), (rules.get(i) or {}).get("rule"),
+                         truth.get(i)) for i in ids]
+    parts = [_header(run_dir, cfg, note), _overall(scores.get("overall", {}), len(ids)),
+             f'<h2>Rubric per domain</h2><div class="card">{bar_chart(domains)}</div>',
+             _domain_table(domains),
+             "<h2>Rule tier (judge-free)</h2>", rule_table(rules, domain_of),
+             _filters(_order(domain_of[i] for i in ids), len(ids)), *views]
+    title = e(str(cfg.get("model", run_dir.name)))
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld report — {title}'
+            f'</title><style>{CSS}</style><script>{JS}</script></head><body>{"".join(parts)}</body></html>')
+    atomic_write_text(out, page)
+    return out

@@ -1,0 +1,242 @@
+"""Scores: per-domain rubric means on 0–100, both "Overall" figures, failures, tokens and A/B rates.
+
+Semantics are the official ``aggregate_scores``: over the valid (not failed) samples of a domain,
+the mean of each dimension's non-zero values, normalised ``(x - 1) / 4 * 100``. The published
+"Overall" is the mean of the domain scores (``domain_mean``); the official script prints the
+mean over all valid samples (``sample_weighted``). Both are reported, and so are the failures the
+official script drops silently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.eval.infer import read_rows
+from agentworld.models.parsing import SCORE_DIMENSIONS
+from agentworld.schema import DOMAIN_NAMES, BenchSample
+
+SCORE_FIELDS: tuple[str, ...] = (*SCORE_DIMENSIONS, "total_score")
+
+
+def normalise(raw: float) -> float:
+    """1–5 judge scale to 0–100."""
+    return (raw - 1) / 4 * 100
+
+
+def _nonzero_mean(values: Iterable[float]) -> float | None:
+    kept = [v for v in values if v != 0]
+    return normalise(mean(kept)) if kept else None
+
+
+class DomainScore(BaseModel):
+    """One domain's line of the table; dimension scores are ``None`` without a valid sample."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    valid: int
+    failed: int
+    format: float | None = None
+    factuality: float | None = None
+    consistency: float | None = None
+    realism: float | None = None
+    quality: float | None = None
+    total_score: float | None = None
+    truncated: int = 0
+    no_generation: int = 0
+    judge_failures: int = 0
+    prediction_errors: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    latency_s: dict[str, float] = Field(default_factory=dict)
+
+
+class OverallScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    domain_mean: float | None
+    sample_weighted: float | None
+    n: int
+    valid: int
+    failed: int
+
+
+class ScoreReport(BaseModel):
+    """What ``eval score --json`` prints and ``scores.json`` holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    domains: dict[str, DomainScore]
+    overall: OverallScore
+    judge: dict[str, Any] = Field(default_factory=dict)
+    model: dict[str, Any] = Field(default_factory=dict)
+    rules: dict[str, dict[str, float]] = Field(default_factory=dict)
+    turing: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form; a dimension without valid samples is ``null``, an A/B section absent if not run."""
+        out = self.model_dump(mode="json")
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _domain_order(names: Iterable[str]) -> list[str]:
+    known = [d for d in DOMAIN_NAMES if d in set(names)]
+    return known + sorted(set(names) - set(known))
+
+
+def rubric_dims(valid: list[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Official per-dimension means over valid rows (zeros excluded), normalised."""
+    return {dim: _nonzero_mean(float(r.get(dim, 0) or 0) for r in valid) for dim in SCORE_FIELDS}
+
+
+def overall(domains: Mapping[str, DomainScore], valid_totals: list[float]) -> OverallScore:
+    domain_totals = [d.total_score for d in domains.values() if d.total_score is not None]
+    n = sum(d.n for d in domains.values())
+    valid = sum(d.valid for d in domains.values())
+    return OverallScore(domain_mean=mean(domain_totals) if domain_totals else None,
+                        sample_weighted=_nonzero_mean(valid_totals), n=n, valid=valid, failed=n - valid)
+
+
+def score_official_judged(rows: Sequence[Mapping[str, Any]]) -> ScoreReport:
+    """Reproduce the official ``eval.py score`` numbers from its ``judged.jsonl`` rows."""
+    by_domain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_domain[str(row.get("task", "mcp")).split("/")[-1]].append(row)
+    domains: dict[str, DomainScore] = {}
+    totals: list[float] = []
+    for name in _domain_order(by_domain):
+        group = by_domain[name]
+        valid = [r for r in group if r.get("failed", 1.0) == 0.0]
+        totals += [float(r.get("total_score", 0) or 0) for r in valid]
+        no_gen = sum(1 for r in group if r.get("error_message") == "No model generation")
+        domains[name] = DomainScore(n=len(group), valid=len(valid), failed=len(group) - len(valid),
+                                    no_generation=no_gen, judge_failures=len(group) - len(valid) - no_gen,
+                                    **rubric_dims(valid))
+    return ScoreReport(domains=domains, overall=overall(domains, totals), judge={"source": "judged.jsonl"})
+
+
+def _ab_rates(rows: list[Mapping[str, Any]], n: int, mode: str) -> dict[str, Any]:
+    valid = [r for r in rows if not r.get("failed")]
+    rate = sum(1 for r in valid if r.get("correct")) / len(valid) if valid else None
+    out: dict[str, Any] = {"n": n, "valid": len(valid), "failed": n - len(valid)}
+    if mode == "turing":
+        out.update(accuracy=rate, fooling_rate=None if rate is None else 1 - rate)
+    else:
+        out["win_rate"] = rate
+    return out
+
+
+def ab_summary(mode: str, judgments: Iterable[Mapping[str, Any]],
+               counts: Mapping[str, int]) -> dict[str, Any]:
+    """Turing accuracy and fooling rate (judge picked the prediction), or reference win rate.
+
+    ``correct`` means the judge picked the real output (Turing) or the world model (reference).
+    """
+    by_domain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in judgments:
+        if row.get("mode") == mode:
+            by_domain[str(row["domain"])].append(row)
+    domains = {d: _ab_rates(by_domain[d], counts[d], mode) for d in _domain_order(counts)}
+    every = [r for rows in by_domain.values() for r in rows]
+    return {"domains": domains, "overall": _ab_rates(every, sum(counts.values()), mode)}
+
+
+def rule_means(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per-domain means of every numeric field of the rule scores (booleans as 0/100, None skipped)."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for key, value in (row.get("rule") or {}).items():
+            if isinstance(value, bool):
+                values[str(row["domain"])][key].append(100.0 if value else 0.0)
+            elif isinstance(value, int | float):
+                values[str(row["domain"])][key].append(float(value))
+    return {d: {k: mean(v) for k, v in values[d].items()} for d in _domain_order(values)}
+
+
+def _sum(rows: Iterable[Mapping[str, Any]], key: str) -> int:
+    return sum(int((r.get("usage") or {}).get(key, 0)) for r in rows)
+
+
+def _domain_score(n: int, preds: list[Mapping[str, Any]], judged: list[Mapping[str, Any]]) -> DomainScore:
+    valid = [r for r in judged if not r.get("failed")]
+    no_gen = sum(1 for r in preds if not r.get("error") and not r.get("raw"))
+    dims = rubric_dims([{**(r.get("scores") or {}), "total_score": r.get("total_score", 0)}
+                        for r in valid if r.get("mode", "rubric") == "rubric"])
+    return DomainScore(
+        n=n, valid=len(valid), failed=n - len(valid), **dims,
+        truncated=sum(1 for r in preds if r.get("truncated")), no_generation=no_gen,
+        judge_failures=sum(1 for r in judged if r.get("failed") and r.get("error") != "No model generation"),
+        prediction_errors=sum(1 for r in preds if r.get("error")),
+        tokens={"model_prompt": _sum(preds, "prompt_tokens"),
+                "model_completion": _sum(preds, "completion_tokens"),
+                "judge_prompt": _sum(judged, "prompt_tokens"),
+                "judge_completion": _sum(judged, "completion_tokens")},
+        latency_s={"model": sum(float(r.get("latency_s") or 0) for r in preds),
+                   "judge": sum(float(r.get("latency_s") or 0) for r in judged)})
+
+
+def score_rows(counts: Mapping[str, int], predictions: Iterable[Mapping[str, Any]],
+               judgments: Iterable[Mapping[str, Any]], rules: Iterable[Mapping[str, Any]] = (),
+               **meta: dict[str, Any]) -> ScoreReport:
+    """The report of a run from its journal rows; ``counts`` = samples per domain in the run."""
+    preds: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    judged: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for row in predictions:
+        preds[str(row["domain"])].append(row)
+    judged_rows = list(judgments)
+    for row in judged_rows:
+        judged[str(row["domain"])].append(row)
+    domains = {d: _domain_score(counts[d], preds[d], judged[d]) for d in _domain_order(counts)}
+    totals = [float(r.get("total_score") or 0) for r in judged_rows
+              if not r.get("failed") and r.get("mode", "rubric") == "rubric"]
+    modes = {str(r.get("mode")) for r in judged_rows}
+    ab = {mode: ab_summary(mode, judged_rows, counts) for mode in ("turing", "reference") if mode in modes}
+    return ScoreReport(domains=domains, overall=overall(domains, totals), rules=rule_means(rules),
+                       turing=ab.get("turing"), reference=ab.get("reference"), **meta)
+
+
+def score_run_rows(run_dir: Path, samples: list[BenchSample], meta: dict[str, dict[str, Any]]) -> ScoreReport:
+    """Score the journals of ``run_dir`` restricted to ``samples`` (the run's sample set)."""
+    ids = {s.id for s in samples}
+    counts = Counter(s.domain for s in samples)
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        return [r for r in read_rows(run_dir / name).values() if r["id"] in ids]
+
+    return score_rows(counts, rows("predictions.jsonl"), rows("judgments.jsonl"), rows("rules.jsonl"), **meta)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def render(report: ScoreReport, console: Any) -> None:
+    """Print the score table (2 decimals here only; ``scores.json`` keeps full precision)."""
+    from rich.table import Table
+
+    table = Table(title="AgentWorldBench scores (0-100)")
+    for col in ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total",
+                "Trunc", "NoGen", "PredErr", "JudgeFail"):
+        table.add_column(col, justify="left" if col == "Domain" else "right")
+    for name, d in report.domains.items():
+        table.add_row(name, f"{d.valid}/{d.n}", *(_fmt(getattr(d, f)) for f in SCORE_FIELDS),
+                      str(d.truncated), str(d.no_generation), str(d.prediction_errors), str(d.judge_failures))
+    console.print(table)
+    o = report.overall
+    console.print(f"Overall (domain mean, as published): {_fmt(o.domain_mean)}")
+    console.print(f"Overall (sample-weighted, as the official script prints): {_fmt(o.sample_weighted)}")
+    console.print(f"Samples: {o.n}, valid: {o.valid}, failed: {o.failed}")
+    for mode, key in (("turing", "fooling_rate"), ("reference", "win_rate")):
+        summary = getattr(report, mode)
+        if summary:
+            rate = summary["overall"].get(key)
+            console.print(f"{mode}: {key} {_fmt(None if rate is None else rate * 100)}% "
+                          f"({summary['overall']['valid']}/{summary['overall']['n']} judged)")
+    for name, means in report.rules.items():
+        console.print(f"rules[{name}]: " + ", ".join(f"{k}={v:.2f}" for k, v in means.items()))

@@ -1,0 +1,274 @@
+"""An async backend for any OpenAI-compatible chat endpoint (vLLM, SGLang, OpenAI, the mock server).
+
+Retries are done here, not by the SDK (its ``max_retries`` is 0), so every attempt is counted in
+:attr:`ChatResult.attempts` and the backoff policy is ours: exponential with jitter on 429, 5xx,
+timeouts and connection errors, honouring ``Retry-After``; other 4xx fail at once. Reasoning is
+read from the server's separate field (``reasoning`` in vLLM, ``reasoning_content`` in SGLang) or
+from inline ``<think>`` blocks, so ``content`` is always the answer alone.
+
+The API key is kept out of ``repr``, log records and exception text: a run log or a traceback
+pasted into an issue must never leak it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+try:  # openai >= 3 is built on httpx2; earlier versions on httpx (same Limits/Timeout API)
+    import httpx2 as _httpx
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _httpx  # type: ignore[no-redef]
+
+from agentworld.errors import BackendError
+from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
+from agentworld.models.parsing import split_thinking
+
+log = logging.getLogger(__name__)
+
+REASONING_FIELDS: tuple[str, ...] = ("reasoning", "reasoning_content")
+"""Message fields servers put separated reasoning in: vLLM (``reasoning``), SGLang (``reasoning_content``)."""
+
+
+class _Retryable(Exception):
+    """One failed attempt that may succeed when tried again (internal to the retry loop)."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class OpenAIBackend:
+    """A :class:`~agentworld.models.base.ChatBackend` talking to an OpenAI-compatible server.
+
+    One ``AsyncOpenAI`` client (and its connection pool) is shared by all requests; an
+    ``asyncio.Semaphore(concurrency)`` bounds the requests in flight. The semaphore is held only
+    during an HTTP attempt, not while backing off, so one failing request never idles a slot.
+
+    Args:
+        base_url: e.g. ``http://127.0.0.1:8000/v1``.
+        model: the model name sent with every request (``ChatRequest.model`` is informational).
+        api_key: defaults to ``$OPENAI_API_KEY`` or ``"EMPTY"`` (what local servers accept).
+        concurrency: most requests in flight at once; the pool is sized to match.
+        max_retries: retries after the first attempt (so at most ``max_retries + 1`` attempts).
+        timeout_s: per-attempt timeout; a timed-out attempt is retried.
+        backoff_base_s: first backoff delay; doubled per retry, with jitter.
+        backoff_max_s: cap on one delay (also on a server's ``Retry-After``).
+        extra_body: extra JSON fields for every request (e.g. ``chat_template_kwargs``).
+    """
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
+                 max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
+                 backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url
+        self.model = model
+        self.name = f"openai:{model}"
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.extra_body = dict(extra_body or {})
+        self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._rng = random.Random()
+        http_client = openai.DefaultAsyncHttpxClient(
+            timeout=_httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
+            limits=_httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8),
+        )
+        self._client = AsyncOpenAI(base_url=base_url, api_key=self._api_key, max_retries=0,
+                                   timeout=timeout_s, http_client=http_client)
+
+    def __repr__(self) -> str:
+        return (f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key='***', "
+                f"concurrency={self.concurrency}, max_retries={self.max_retries})")
+
+    __str__ = __repr__
+
+    async def aclose(self) -> None:
+        """Close the connection pool (idempotent)."""
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIBackend:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        """Send ``request``, retrying transient failures; raise :class:`BackendError` on failure.
+
+        ``latency_s`` is the duration of the successful attempt (model latency);
+        ``meta["elapsed_s"]`` also counts queueing, failed attempts and backoff.
+        """
+        started = time.perf_counter()
+        kwargs = self._create_kwargs(request)
+        last: _Retryable | None = None
+        for attempt in range(1, self.max_retries + 2):
+            if last is not None:
+                await asyncio.sleep(self._delay(attempt - 1, last.retry_after))
+            try:
+                async with self._semaphore:
+                    t0 = time.perf_counter()
+                    response = await self._send(kwargs)
+                    latency = time.perf_counter() - t0
+            except _Retryable as exc:
+                last = exc
+                log.warning("%s: attempt %d/%d failed: %s", self.name, attempt, self.max_retries + 1,
+                            self._scrub(str(exc)))
+                continue
+            result = self._result(response, latency, attempt)
+            return result.model_copy(update={"meta": {**result.meta,
+                                                       "elapsed_s": time.perf_counter() - started}})
+        assert last is not None
+        raise BackendError(self._scrub(f"{self.name}: gave up after {self.max_retries + 1} attempts: {last}"),
+                           retryable=True, status=last.status)
+
+    # -- one attempt ------------------------------------------------------------------------------
+
+    def _create_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        """The ``chat.completions.create`` arguments; unset sampling settings are left to the server."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        }
+        for key in ("max_tokens", "temperature", "seed"):
+            value = getattr(request, key)
+            if value is not None:
+                kwargs[key] = value
+        body = {**self.extra_body, **request.extra}
+        if body:
+            kwargs["extra_body"] = body
+        return kwargs
+
+    async def _send(self, kwargs: dict[str, Any]) -> Any:
+        """One HTTP attempt; transient failures become :class:`_Retryable`, others :class:`BackendError`."""
+        try:
+            return await self._client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError:
+            raise _Retryable(f"timed out after {self.timeout_s}s") from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable(self._scrub(f"connection error: {_cause(exc)}")) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            detail = self._scrub(_short(exc.message))
+            if status == 429 or status >= 500:
+                raise _Retryable(f"HTTP {status}: {detail}", status=status,
+                                 retry_after=retry_after_s(exc.response.headers)) from None
+            raise BackendError(f"{self.name}: HTTP {status}: {detail}", retryable=False,
+                               status=status) from None
+        except openai.OpenAIError as exc:
+            raise BackendError(self._scrub(f"{self.name}: {type(exc).__name__}: {_short(str(exc))}"),
+                               retryable=False) from None
+
+    def _result(self, response: Any, latency: float, attempts: int) -> ChatResult:
+        """Turn a ``ChatCompletion`` into a :class:`ChatResult`, separating reasoning from the answer."""
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise BackendError(f"{self.name}: response has no choices", retryable=False)
+        choice = choices[0]
+        message = choice.message
+        content, reasoning = extract_reasoning(message)
+        usage = getattr(response, "usage", None)
+        return ChatResult(
+            content=content,
+            reasoning=reasoning,
+            finish_reason=choice.finish_reason,
+            usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0),
+            latency_s=latency,
+            model=getattr(response, "model", None) or self.model,
+            source=self.name,
+            attempts=attempts,
+            meta={"id": getattr(response, "id", None)},
+        )
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _delay(self, retry: int, retry_after: float | None) -> float:
+        """Backoff before retry number ``retry`` (1-based): the server's hint, else exponential + jitter."""
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.backoff_max_s))
+        base = min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        return base * self._rng.uniform(0.5, 1.0)
+
+    def _scrub(self, text: str) -> str:
+        """Remove the API key from text meant for logs or exceptions."""
+        key = self._api_key
+        return text.replace(key, "***") if key and key != "EMPTY" else text
+
+
+def extract_reasoning(message: Any) -> tuple[str, str | None]:
+    """``(answer, reasoning)`` from a chat message: a reasoning field, inline ``<think>``, or both.
+
+    Servers with a reasoning parser return the thinking in an extra field; without one (or with
+    a template that opens ``<think>`` in the prompt) it stays in the content, possibly as a lone
+    ``</think>``. Either way the caller gets the answer alone.
+    """
+    content = getattr(message, "content", None) or ""
+    parts: list[str] = []
+    extra = getattr(message, "model_extra", None) or {}
+    for name in REASONING_FIELDS:
+        value = extra.get(name, getattr(message, name, None))
+        if isinstance(value, str) and value.strip():
+            parts.append(value.strip())
+            break
+    answer, inline = split_thinking(content)
+    if inline:
+        parts.append(inline)
+    return answer, ("\n\n".join(parts) if parts else None)
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from ``Retry-After-Ms`` / ``Retry-After`` (seconds or an HTTP date), or None."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return float(raw_ms) / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(cause).__name__}: {cause}" if cause else str(exc)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@register_backend("openai")
+def _openai(base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
+            max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
+            backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None) -> OpenAIBackend:
+    return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency, max_retries=max_retries,
+                         timeout_s=timeout_s, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
+                         extra_body=extra_body)

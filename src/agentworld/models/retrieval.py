@@ -1,0 +1,347 @@
+"""A non-parametric world model: answer with the observation of the most similar recorded transition.
+
+Every (action, observation) pair of every AgentWorldBench row becomes a :class:`Transition`. A
+request is answered by the nearest transition of the same domain (character n-gram TF-IDF cosine
+on the normalised action, a bonus for the exact same command, a small weight for the recent
+context), adapted only where that is safe: for the terminal, the prompt (host, cwd) and the echoed
+command line are rewritten to the current session's. It is the offline baseline and a few-shot
+source for LLM backends (:meth:`RetrievalIndex.nearest`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from agentworld.errors import AgentWorldError
+from agentworld.models.base import ChatRequest, ChatResult, register_backend
+from agentworld.schema import (
+    OBSERVATION_MARKER,
+    BenchSample,
+    Message,
+    discover_data,
+    parse_row,
+    read_bench_jsonl,
+)
+
+PROMPT_RE = re.compile(r"^(?P<user>[A-Za-z_][\w.-]*)@(?P<host>[\w.-]+):(?P<cwd>[^\s#$]*)"
+                       r"(?P<sigil>[#$])(?: (?P<cmd>.*))?$")
+"""A container-style shell prompt line, ``root@ad092d3df69c:/app# ls`` (command optional)."""
+
+_ACTION_RE = re.compile(r"\*\*Action:\*\*\s*(?:```(?:json)?\s*(?P<fenced>.*?)```|(?P<bare>.*))", re.S)
+_STATE_RE = re.compile(r"\*\*Current State:\*\*\s*\n(?P<state>.*?)(?=\n\s*\*\*Action:\*\*|\Z)", re.S)
+
+
+class EmptyCorpusError(AgentWorldError):
+    """The retrieval index holds no transitions (no corpus given, or everything was excluded)."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One recorded (action, observation) pair, with what similarity is computed on."""
+
+    domain: str
+    action: str
+    key: str
+    """Normalised action: terminal keystrokes joined, MCP ``tool k=v`` with sorted arguments."""
+    context: str
+    """Previous normalised action and the cwd before this action (``"ls -la cwd=/app"``)."""
+    observation: str
+    source: str
+    """Id of the row whose ``turn_idx`` is this turn (else the first row holding it)."""
+    turn: int
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    transition: Transition
+    similarity: float
+
+
+def terminal_keystrokes(action: str) -> str | None:
+    """The keystrokes of a terminal action joined into one string, or None if it is not one."""
+    m = _ACTION_RE.search(action)
+    if not m:
+        return None
+    try:
+        steps = json.loads(m.group("fenced") or m.group("bare") or "")
+    except ValueError:
+        return None
+    if isinstance(steps, dict):
+        steps = [steps]
+    if not isinstance(steps, list) or not all(isinstance(s, dict) and "keystrokes" in s for s in steps):
+        return None
+    return "".join(str(s.get("keystrokes") or "") for s in steps)
+
+
+def terminal_state(action: str) -> str | None:
+    """The ``**Current State:**`` screen of a first terminal turn, if present."""
+    m = _STATE_RE.search(action)
+    return m.group("state").rstrip() if m else None
+
+
+def tool_call(action: str) -> tuple[str, dict[str, Any]] | None:
+    """``(tool name, arguments)`` of an MCP-style JSON tool call anywhere in the action text."""
+    start = action.find("{")
+    while start != -1:
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(action[start:])
+        except ValueError:
+            start = action.find("{", start + 1)
+            continue
+        if isinstance(obj, dict):
+            name = obj.get("tool_name") or obj.get("name")
+            args = obj.get("arguments", obj.get("args", {}))
+            if isinstance(name, str) and isinstance(args, dict):
+                return name, args
+        start = action.find("{", start + 1)
+    return None
+
+
+def strip_marker(observation: str) -> str:
+    return observation.replace(OBSERVATION_MARKER, "", 1).strip("\n")
+
+
+def last_prompt(screen: str) -> re.Match[str] | None:
+    """The last prompt line of a screen (where the next command will be typed)."""
+    for line in reversed(screen.splitlines()):
+        m = PROMPT_RE.match(line.rstrip())
+        if m:
+            return m
+    return None
+
+
+def detect_domain(action: str) -> str | None:
+    if terminal_keystrokes(action) is not None:
+        return "terminal"
+    if tool_call(action) is not None:
+        return "mcp"
+    return None
+
+
+def normalise_action(action: str, domain: str | None = None) -> str:
+    """Terminal: the keystrokes; MCP: ``tool k=v …`` with sorted args; otherwise collapsed text."""
+    if domain in (None, "terminal"):
+        keys = terminal_keystrokes(action)
+        if keys is not None:
+            return " ".join(keys.split())
+    call = tool_call(action)
+    if call is not None:
+        name, args = call
+        return " ".join([name] + [f"{k}={json.dumps(args[k], sort_keys=True)}" for k in sorted(args)])
+    return " ".join(action.split())
+
+
+def _context(prev_action: str | None, prev_obs: str | None, first_action: str, domain: str) -> str:
+    cwd = ""
+    if domain == "terminal":
+        screen = strip_marker(prev_obs) if prev_obs else (terminal_state(first_action) or "")
+        m = last_prompt(screen)
+        cwd = m.group("cwd") if m else ""
+    prev = normalise_action(prev_action, domain) if prev_action else ""
+    return f"{prev} cwd={cwd}".strip()
+
+
+def _features(text: str) -> Counter[str]:
+    low = f" {text.lower()} "
+    grams: Counter[str] = Counter(low[i:i + 3] for i in range(len(low) - 2))
+    grams.update(f"w:{w}" for w in re.findall(r"[\w./-]+", low))
+    return grams
+
+
+def _norm(vec: dict[str, float]) -> dict[str, float]:
+    size = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+    return {k: v / size for k, v in vec.items()}
+
+
+def _cos(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(k, 0.0) for k, v in a.items())
+
+
+def _load_rows(corpus: Iterable[str | Path | BenchSample | dict[str, Any]]) -> Iterable[BenchSample]:
+    for item in corpus:
+        if isinstance(item, BenchSample):
+            yield item
+        elif isinstance(item, dict):
+            yield parse_row(item)
+        else:
+            for file in discover_data([item]):
+                yield from read_bench_jsonl(file)
+
+
+class RetrievalIndex:
+    """Transitions of a corpus with a TF-IDF index over their normalised actions.
+
+    Args:
+        corpus: AgentWorldBench files/folders, rows (dicts) or :class:`BenchSample` objects.
+        exclude: rows for which this is true are left out, so a demo can evaluate scenarios
+            the index has never seen.
+    """
+
+    ACTION_W, CONTEXT_W, EXACT_W = 0.75, 0.15, 0.10
+
+    def __init__(self, corpus: Iterable[str | Path | BenchSample | dict[str, Any]],
+                 exclude: Callable[[BenchSample], bool] | None = None) -> None:
+        seen: dict[tuple[str, str, str, str], int] = {}
+        self.transitions: list[Transition] = []
+        for row in _load_rows(corpus):
+            if exclude is not None and exclude(row):
+                continue
+            dom = row.domain
+            for j, (act, obs) in enumerate(zip(row.prompt, row.response, strict=False)):
+                key = normalise_action(act, dom)
+                ctx = _context(row.prompt[j - 1] if j else None, row.response[j - 1] if j else None,
+                               row.prompt[0], dom)
+                ident = (dom, key, ctx, obs)
+                if ident not in seen:
+                    seen[ident] = len(self.transitions)
+                    self.transitions.append(Transition(dom, act, key, ctx, obs, row.id, j + 1))
+                elif row.turn_idx == j + 1:  # the row that asks for this turn names it
+                    at = seen[ident]
+                    self.transitions[at] = replace(self.transitions[at], source=row.id)
+        counts = [_features(t.key) for t in self.transitions]
+        df: Counter[str] = Counter(f for c in counts for f in c)
+        n = len(counts)
+        self._idf = {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}
+        self._vecs = [_norm({f: tf * self._idf[f] for f, tf in c.items()}) for c in counts]
+        self._ctx_vecs = [_norm(dict(_features(t.context))) for t in self.transitions]
+        self._postings: dict[str, list[int]] = {}
+        for i, vec in enumerate(self._vecs):
+            for f in vec:
+                self._postings.setdefault(f, []).append(i)
+
+    def __len__(self) -> int:
+        return len(self.transitions)
+
+    def _query_vec(self, key: str) -> dict[str, float]:
+        return _norm({f: tf * self._idf[f] for f, tf in _features(key).items() if f in self._idf})
+
+    def nearest(self, query: BenchSample | ChatRequest | Sequence[Message], k: int = 1,
+                domain: str | None = None) -> list[Transition]:
+        """The ``k`` most similar transitions (same domain when it is known), best first."""
+        return [n.transition for n in self.search(query, k, domain)]
+
+    def search(self, query: BenchSample | ChatRequest | Sequence[Message], k: int = 1,
+               domain: str | None = None) -> list[Neighbour]:
+        """Like :meth:`nearest`, with similarities in [0, 1]."""
+        if not self.transitions:
+            raise EmptyCorpusError("the retrieval index is empty: pass corpus=[files or rows] "
+                                   "(or record the terminal corpus) and check the exclude predicate")
+        q = parse_query(query, domain)
+        key = normalise_action(q.action, q.domain)
+        ctx = _context(q.prev_action, q.prev_obs, q.first_action, q.domain or "")
+        qvec = self._query_vec(key)
+        scores: dict[int, float] = {}
+        for f, w in qvec.items():
+            for i in self._postings.get(f, ()):
+                scores[i] = scores.get(i, 0.0) + w * self._vecs[i].get(f, 0.0)
+        cands = [i for i in scores if q.domain is None or self.transitions[i].domain == q.domain]
+        if not cands:
+            cands = [i for i, t in enumerate(self.transitions) if q.domain is None or t.domain == q.domain]
+        cands.sort(key=lambda i: -scores.get(i, 0.0))
+        cvec = _norm(dict(_features(ctx)))
+        out = []
+        for i in cands[:max(50, k)]:
+            t = self.transitions[i]
+            sim = (self.ACTION_W * scores.get(i, 0.0) + self.CONTEXT_W * _cos(cvec, self._ctx_vecs[i])
+                   + self.EXACT_W * (t.key == key))
+            out.append(Neighbour(t, round(min(sim, 1.0), 6)))
+        out.sort(key=lambda n: -n.similarity)
+        return out[:k]
+
+
+@dataclass(frozen=True)
+class Query:
+    action: str
+    domain: str | None
+    prev_action: str | None
+    prev_obs: str | None
+    first_action: str
+
+
+def parse_query(query: BenchSample | ChatRequest | Sequence[Message], domain: str | None = None) -> Query:
+    """Current action, history and domain of a sample or a chat message list."""
+    if isinstance(query, BenchSample):
+        hist = query.history()
+        first = query.prompt[0] if query.prompt else query.action
+        return Query(query.action, domain or query.domain, hist[-1][0] if hist else None,
+                     hist[-1][1] if hist else None, first)
+    messages = list(query.messages) if isinstance(query, ChatRequest) else list(query)
+    if isinstance(query, ChatRequest):
+        domain = domain or query.extra.get("domain")
+    users = [m.content for m in messages if m.role == "user"]
+    if not users:
+        raise ValueError("the request holds no user message (the current action)")
+    replies = [m.content for m in messages if m.role == "assistant"]
+    action = users[-1]
+    return Query(action, domain or detect_domain(action), users[-2] if len(users) > 1 else None,
+                 replies[-1] if replies else None, users[0])
+
+
+def adapt_terminal(observation: str, query: Query) -> str:
+    """Rewrite prompts to the current host/cwd and the echoed command to the current keystrokes."""
+    screen = strip_marker(query.prev_obs) if query.prev_obs else (terminal_state(query.first_action) or "")
+    here = last_prompt(screen)
+    lines = strip_marker(observation).splitlines()
+    if here is None or not lines:
+        return observation
+    first = PROMPT_RE.match(lines[0])
+    old_cwd = first.group("cwd") if first else None
+    keys = terminal_keystrokes(query.action) or ""
+    command = keys.split("\n")[0].rstrip()
+    for n, line in enumerate(lines):
+        m = PROMPT_RE.match(line)
+        if m:
+            cwd = here.group("cwd") if m.group("cwd") == old_cwd else m.group("cwd")
+            head = f"{here.group('user')}@{here.group('host')}:{cwd}{m.group('sigil')}"
+            cmd = m.group("cmd")
+            if n == 0 and cmd is not None and command and not re.fullmatch(r"C-\w", command):
+                cmd = command
+            lines[n] = f"{head} {cmd}" if cmd is not None else head
+    return f"{OBSERVATION_MARKER}\n" + "\n".join(lines)
+
+
+class RetrievalBackend:
+    """A :class:`~agentworld.models.base.ChatBackend` answering from a :class:`RetrievalIndex`."""
+
+    def __init__(self, index: RetrievalIndex, name: str = "retrieval") -> None:
+        if not len(index):
+            raise EmptyCorpusError("the retrieval corpus is empty: "
+                                   "pass corpus=[AgentWorldBench files or rows]")
+        self.index = index
+        self.name = name
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        query = parse_query(request)
+        best = self.index.search(request, k=1, domain=query.domain)[0]
+        observation = best.transition.observation
+        if best.transition.domain == "terminal":
+            observation = adapt_terminal(observation, query)
+        return ChatResult(content=f"<predicted_observation>{observation}</predicted_observation>",
+                          model=request.model or self.name, source="retrieval",
+                          meta={"neighbour": f"{best.transition.source}#{best.transition.turn}",
+                                "similarity": best.similarity})
+
+
+def default_corpus() -> list[Path]:
+    """The shipped terminal corpus, when it is installed."""
+    try:
+        from agentworld.corpus import corpus_path  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return []
+    path = Path(corpus_path("terminal"))
+    return [path] if path.is_file() else []
+
+
+@register_backend("retrieval")
+def _retrieval(corpus: Iterable[str | Path | BenchSample | dict[str, Any]] | None = None,
+               exclude: Callable[[BenchSample], bool] | None = None) -> RetrievalBackend:
+    return RetrievalBackend(RetrievalIndex(default_corpus() if corpus is None else corpus, exclude))

@@ -1,0 +1,575 @@
+"""A mock OpenAI-compatible server that replays AgentWorldBench ground truth and plays the judge.
+
+Tests, benchmarks and users' own pipelines need a server that behaves like vLLM/SGLang — real
+HTTP, latency, 429s and 500s, truncation, reasoning fields, broken judge JSON — but answers
+deterministically and knows the right answer. This one:
+
+* answers **world-model requests** (everything that is not a judge request) with the ground truth
+  of the sample whose :meth:`BenchSample.messages` equals the request's message list exactly,
+  wrapped in ``<predicted_observation>``; a seeded, *nested* subset of samples is corrupted
+  (raising ``corruption_rate`` only adds samples to the set), so scores fall monotonically;
+* answers **judge requests** (see docs/CONTRACTS.md): rubric verdicts scored from the similarity of
+  the simulated and real blocks, ``\\boxed{A|B}`` for Turing and reference comparison;
+* injects failures deterministically: whether the *k*-th request with a given message list fails
+  is a hash of (seed, message list, k), so a retry of the same request can succeed and the outcome
+  does not depend on how concurrent requests interleave.
+
+Start it with :func:`run_mock_server` (a background thread, for tests) or :func:`serve_forever`
+(the ``agentworld mock-server`` command).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import hashlib
+import json
+import random
+import re
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.eval import templates
+from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
+
+RESPONSE_TAG = "predicted_observation"
+JUDGE_TAG = "final_evaluation"
+
+MALFORMED_KINDS: tuple[str, ...] = ("no_tag", "trailing_commas", "unquoted_keys", "no_fence",
+                                    "truncated", "garbage", "bad_scores")
+"""Broken rubric verdicts the server can send. A lenient parser recovers the first four."""
+
+FATAL_MALFORMED_KINDS: frozenset[str] = frozenset({"truncated", "garbage", "bad_scores"})
+"""Kinds no parser can recover: :func:`agentworld.models.parsing.parse_judge` must fail on them."""
+
+_WRONG_WORDS = ("error", "denied", "missing", "unknown", "timeout", "invalid", "stopped", "null",
+                "blocked", "pending", "empty", "failed", "offline", "refused")
+_FAKE_LINES = ("bash: syntax error near unexpected token", "Error: resource not found",
+               "Permission denied", '{"status": "error", "code": 503}', "Segmentation fault (core dumped)",
+               "No results found.", "Connection reset by peer")
+
+
+class MockConfig(BaseModel):
+    """How the mock server behaves. Every rate is a probability in [0, 1]; all draws are seeded.
+
+    Attributes:
+        data: AgentWorldBench JSONL files or folders (see :func:`agentworld.schema.load_samples`).
+        latency_ms: delay before every answer (errors included), without blocking the event loop.
+        corruption_rate: fraction of samples (nested as the rate rises) answered with a corrupted
+            ground truth.
+        error_rate: fraction of requests answered with HTTP 500.
+        rate_limit_rate: fraction answered with HTTP 429 and ``Retry-After: 0``.
+        malformed_judge_rate: fraction of judge replies that are broken (see ``malformed_kinds``).
+        truncate_rate: fraction answered with ``finish_reason="length"`` and empty content.
+        thinking: prepend reasoning as an inline ``<think>…</think>`` block.
+        reasoning_field: put the reasoning in this message field instead (vLLM ``reasoning``,
+            SGLang ``reasoning_content``).
+        malformed_kinds: which broken verdicts to draw from.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    data: list[Path] = Field(default_factory=list)
+    latency_ms: float = Field(0.0, ge=0)
+    corruption_rate: float = Field(0.0, ge=0, le=1)
+    error_rate: float = Field(0.0, ge=0, le=1)
+    rate_limit_rate: float = Field(0.0, ge=0, le=1)
+    malformed_judge_rate: float = Field(0.0, ge=0, le=1)
+    truncate_rate: float = Field(0.0, ge=0, le=1)
+    seed: int = 0
+    thinking: bool = False
+    reasoning_field: Literal["reasoning", "reasoning_content"] | None = None
+    malformed_kinds: tuple[str, ...] = MALFORMED_KINDS
+    host: str = "127.0.0.1"
+    port: int = Field(0, ge=0, le=65535)
+    model_name: str = "mock"
+
+
+# -- deterministic helpers -----------------------------------------------------------------------
+
+def hash_uniform(*parts: object) -> float:
+    """A uniform number in [0, 1) fixed by ``parts``: the same inputs give the same draw anywhere."""
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _text(content: Any) -> str:
+    """Message content as text (a list of content parts is joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def messages_key(messages: Sequence[Any]) -> str:
+    """sha256 of the canonical JSON of a message list (``[{"role", "content"}, …]``).
+
+    Accepts dicts or objects with ``role``/``content`` (e.g. :class:`agentworld.schema.Message`).
+    """
+    canon = []
+    for m in messages:
+        role = m.get("role") if isinstance(m, dict) else getattr(m, "role", None)
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+        canon.append({"role": str(role), "content": _text(content)})
+    return hashlib.sha256(orjson.dumps(canon)).hexdigest()
+
+
+def strip_marker(text: str) -> str:
+    """An observation without its marker, as the judge request carries it."""
+    return text.replace(OBSERVATION_MARKER, "").strip()
+
+
+def similarity(a: str, b: str) -> float:
+    """A 0–1 similarity, by characters for short texts and by lines for long ones (bounded cost)."""
+    if a == b:
+        return 1.0
+    if len(a) + len(b) <= 4000:
+        return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines()).ratio()
+
+
+# -- corruption ----------------------------------------------------------------------------------
+
+def _mutate_line(line: str, rng: random.Random) -> str:
+    new = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 9)) % 10), line)
+    new = re.sub(r"[A-Za-z]{3,}",
+                 lambda m: rng.choice(_WRONG_WORDS) if rng.random() < 0.5 else m.group(), new)
+    return new if new != line else rng.choice(_FAKE_LINES)
+
+
+def corrupt_observation(text: str, token: str) -> str:
+    """A plausible but wrong version of an observation, fixed by ``token``.
+
+    Most content lines are changed (digits and words replaced), a line may be dropped, two lines
+    swapped and a wrong line inserted; the observation marker is kept so the format still looks
+    right and only the content is wrong — what a judge and the rule tier should catch.
+    """
+    rng = random.Random(token)
+    lines = text.split("\n")
+    head: list[str] = []
+    if lines and lines[0].startswith(OBSERVATION_MARKER):
+        rest = lines[0][len(OBSERVATION_MARKER):].strip()
+        head = [OBSERVATION_MARKER]
+        lines = ([rest] if rest else []) + lines[1:]
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    changed: set[int] = set()
+    for i in content:
+        if rng.random() < 0.85:
+            lines[i] = _mutate_line(lines[i], rng)
+            changed.add(i)
+    for i in content:
+        if len(changed) * 3 >= len(content) * 2:
+            break
+        if i not in changed:
+            lines[i] = _mutate_line(lines[i], rng)
+            changed.add(i)
+    if len(lines) > 3:
+        del lines[rng.randrange(len(lines))]
+    if len(lines) >= 2:
+        i, j = rng.sample(range(len(lines)), 2)
+        lines[i], lines[j] = lines[j], lines[i]
+    lines.insert(rng.randrange(len(lines) + 1), rng.choice(_FAKE_LINES))
+    return "\n".join(head + lines)
+
+
+# -- judge replies -------------------------------------------------------------------------------
+
+def extract_blocks(text: str, headings: Sequence[str]) -> dict[str, str]:
+    """The fenced bodies after each heading (as written by :func:`templates.fenced`), in order.
+
+    A block ends at the last fence before the next heading; the final block ends at the first
+    fence followed by a blank line or the end (the judge instructions that follow hold fences).
+    """
+    found: list[tuple[int, str]] = []
+    start = 0
+    for heading in headings:
+        pos = text.find(heading, start)
+        if pos < 0:
+            continue
+        found.append((pos, heading))
+        start = pos + len(heading)
+    out: dict[str, str] = {}
+    for n, (pos, heading) in enumerate(found):
+        open_fence = text.find("```", pos + len(heading))
+        if open_fence < 0:
+            continue
+        newline = text.find("\n", open_fence)
+        body_start = len(text) if newline < 0 else newline + 1
+        if n + 1 < len(found):
+            close = text.rfind("\n```", body_start - 1, found[n + 1][0])
+        else:
+            m = re.compile(r"\n```[ \t]*(?:\n[ \t]*\n|[ \t]*$)").search(text, body_start - 1)
+            close = m.start() if m else -1
+        out[heading] = text[body_start:close] if close >= body_start else ""
+    return out
+
+
+def rubric_verdict(predicted: str, truth: str) -> dict[str, Any]:
+    """A rubric verdict (the JSON shape of :data:`templates.RUBRIC_USER`) from text similarity."""
+    ratio = similarity(predicted.strip(), truth.strip())
+    base = 1 + round(4 * ratio)
+    bonus = 1 if ratio >= 0.3 else 0
+    scores = {"format": min(5, base + bonus) if predicted.strip() else 1, "factuality": base,
+              "consistency": base, "realism": min(5, base + bonus), "quality": base}
+    strengths = ["Matches the real output closely."] if ratio >= 0.8 else ["Keeps the observation format."]
+    weaknesses = [] if ratio >= 0.99 else [f"Differs from the real output (similarity {ratio:.2f})."]
+    return {"strengths": strengths, "weaknesses": weaknesses, "scores": scores}
+
+
+def render_verdict(verdict: dict[str, Any], malformed: str | None = None) -> str:
+    """The judge's reply: some reasoning, then the verdict — well-formed or broken as ``malformed``."""
+    scores = verdict["scores"]
+    reasoning = ("Comparing the simulated observation with the real one, dimension by dimension.\n"
+                 + "\n".join(f"- {dim.capitalize()}: {value}/5." for dim, value in scores.items()))
+    js = json.dumps(verdict, indent=4, ensure_ascii=False)
+    if malformed is None:
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n```json\n{js}\n```\n</{JUDGE_TAG}>"
+    if malformed == "no_tag":
+        return f"{reasoning}\n\n```json\n{js}\n```"
+    if malformed == "trailing_commas":
+        broken = re.sub(r'(["\d\]}])(\n\s*[}\]])', r"\1,\2", js)
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n```json\n{broken}\n```\n</{JUDGE_TAG}>"
+    if malformed == "unquoted_keys":
+        broken = re.sub(r'"(\w+)":', r"\1:", js)
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n```json\n{broken}\n```\n</{JUDGE_TAG}>"
+    if malformed == "no_fence":
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n{js}\n</{JUDGE_TAG}>"
+    if malformed == "truncated":
+        cut = js[: js.index('"scores"') + len('"scores": {"format": ')]
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n```json\n{cut}"
+    if malformed == "bad_scores":
+        words = {dim: "excellent" for dim in scores}
+        bad = json.dumps({**verdict, "scores": words}, indent=4)
+        return f"{reasoning}\n\n<{JUDGE_TAG}>\n```json\n{bad}\n```\n</{JUDGE_TAG}>"
+    return "Evaluation unavailable :: internal judge failure %%% [[[ ;;; ]]"
+
+
+def render_choice(choice: str, malformed: bool = False) -> str:
+    """A Turing/reference reply ending in ``\\boxed{A|B}`` (or, malformed, with no boxed answer)."""
+    text = ("Analysing both responses step by step: format, factual details, consistency with the "
+            "history and realism.")
+    if malformed:
+        return f"{text}\nOverall, Response {choice} looks better."
+    return f"{text}\nResponse {choice} is the better match.\n\n\\boxed{{{choice}}}"
+
+
+# -- server state --------------------------------------------------------------------------------
+
+@dataclass
+class Plan:
+    """What to answer one request with (decided at once, sent after the latency delay)."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class MockState:
+    """Loaded data, counters and the request log of one server (thread-safe)."""
+
+    def __init__(self, config: MockConfig) -> None:
+        self.config = config
+        self.samples: dict[str, BenchSample] = {}
+        self.truths: dict[str, str] = {}
+        self.duplicates = 0
+        """Rows whose message list equals an earlier row's: the earlier row's ground truth is served."""
+        for sample in load_samples(config.data) if config.data else []:
+            key = messages_key(sample.messages())
+            if key in self.samples:
+                self.duplicates += 1
+            self.samples.setdefault(key, sample)
+            self.truths.setdefault(strip_marker(sample.ground_truth), sample.id)
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the log, counters and per-request attempt numbers (failure draws start over)."""
+        with self._lock:
+            self.log: list[dict[str, Any]] = []
+            self.stats: Counter[str] = Counter()
+            self.seen: Counter[str] = Counter()
+
+    def is_corrupted(self, sample_id: str) -> bool:
+        """Nested by design: a sample corrupted at some rate stays corrupted at every higher rate."""
+        return hash_uniform(self.config.seed, "corrupt", sample_id) < self.config.corruption_rate
+
+    def plan(self, body: Any) -> tuple[Plan, dict[str, Any]]:
+        """Decide the answer to one request and log it."""
+        with self._lock:
+            n = len(self.log) + 1
+            self.stats["requests"] += 1
+            messages = body.get("messages") if isinstance(body, dict) else None
+            if not isinstance(messages, list) or not messages:
+                self.stats["bad_request"] += 1
+                entry = {"n": n, "kind": "invalid", "status": 400, "key": None, "sample_id": None}
+                self.log.append(entry)
+                return Plan(400, _error_body("'messages' must be a non-empty list", "invalid_request_error",
+                                             400)), entry
+            key = messages_key(messages)
+            attempt = self.seen[key]
+            self.seen[key] += 1
+            entry = {"n": n, "key": key, "attempt": attempt, "sample_id": None, "messages": messages}
+            plan = self._decide(body, messages, key, attempt, entry)
+            entry["status"] = plan.status
+            self.log.append(entry)
+            return plan, entry
+
+    def _decide(self, body: dict[str, Any], messages: list[Any], key: str, attempt: int,
+                entry: dict[str, Any]) -> Plan:
+        cfg = self.config
+        user = next((_text(m.get("content")) for m in reversed(messages)
+                     if isinstance(m, dict) and m.get("role") == "user"), "")
+        mode = judge_mode(user)
+        entry["kind"] = "world" if mode is None else "judge"
+        entry["mode"] = mode or "world"
+        self.stats[entry["kind"]] += 1
+        u = hash_uniform(cfg.seed, "fail", key, attempt)
+        if u < cfg.error_rate:
+            self.stats["errors"] += 1
+            return Plan(500, _error_body("mock: injected server error", "server_error", 500))
+        if u < cfg.error_rate + cfg.rate_limit_rate:
+            self.stats["rate_limited"] += 1
+            return Plan(429, _error_body("mock: injected rate limit", "rate_limit_error", 429),
+                        {"Retry-After": "0"})
+        if mode is None:
+            answer, reasoning = self._world(key, entry)
+        else:
+            answer, reasoning = self._judge(user, mode, key, attempt, entry)
+        finish = "stop"
+        if hash_uniform(cfg.seed, "truncate", key, attempt) < cfg.truncate_rate:
+            self.stats["truncated"] += 1
+            finish, answer = "length", ""
+            reasoning = reasoning[: len(reasoning) // 2]
+        entry["finish_reason"] = finish
+        return Plan(200, self._completion(body, messages, answer, reasoning, finish))
+
+    def _world(self, key: str, entry: dict[str, Any]) -> tuple[str, str]:
+        sample = self.samples.get(key)
+        if sample is None:
+            self.stats["unmatched"] += 1
+            entry["matched"] = False
+            observation = f"{OBSERVATION_MARKER}\nCommand completed successfully."
+            return (f"<{RESPONSE_TAG}>\n{observation}\n</{RESPONSE_TAG}>",
+                    "This action is not in the loaded data; answering a generic observation.")
+        self.stats["matched"] += 1
+        entry.update(matched=True, sample_id=sample.id, corrupted=False)
+        observation = sample.ground_truth
+        if self.is_corrupted(sample.id):
+            self.stats["corrupted"] += 1
+            entry["corrupted"] = True
+            observation = corrupt_observation(observation, f"{self.config.seed}:{sample.id}")
+        return (f"<{RESPONSE_TAG}>{observation}</{RESPONSE_TAG}>",
+                "Considering how the environment responds to this action, given the history.")
+
+    def _judge(self, user: str, mode: str, key: str, attempt: int, entry: dict[str, Any]) -> tuple[str, str]:
+        cfg = self.config
+        malformed = hash_uniform(cfg.seed, "malformed", key, attempt) < cfg.malformed_judge_rate
+        reasoning = "Comparing the candidate output with the real environment's behaviour."
+        entry["malformed"] = None
+        if mode == "rubric":
+            blocks = extract_blocks(user, (templates.PREDICTED_HEADING, templates.TRUTH_HEADING))
+            verdict = rubric_verdict(blocks.get(templates.PREDICTED_HEADING, ""),
+                                     blocks.get(templates.TRUTH_HEADING, ""))
+            kind = None
+            if malformed and cfg.malformed_kinds:
+                kinds = cfg.malformed_kinds
+                kind = kinds[int(hash_uniform(cfg.seed, "kind", key, attempt) * len(kinds))]
+                self.stats["malformed"] += 1
+                entry["malformed"] = kind
+            entry["scores"] = verdict["scores"]
+            return render_verdict(verdict, kind), reasoning
+        headings = (templates.RESPONSE_A_HEADING, templates.RESPONSE_B_HEADING, templates.TRUTH_HEADING)
+        blocks = extract_blocks(user, headings)
+        a = blocks.get(templates.RESPONSE_A_HEADING, "")
+        b = blocks.get(templates.RESPONSE_B_HEADING, "")
+        if mode == "reference":
+            truth = blocks.get(templates.TRUTH_HEADING, "")
+            choice = "A" if similarity(a, truth) >= similarity(b, truth) else "B"
+        else:
+            choice = self._turing_choice(a, b, key)
+        entry["choice"] = choice
+        if malformed:
+            self.stats["malformed"] += 1
+            entry["malformed"] = "no_box"
+        return render_choice(choice, malformed), reasoning
+
+    def _turing_choice(self, a: str, b: str, key: str) -> str:
+        """The response that is a known ground truth; with neither or both, a seeded guess."""
+        a_real, b_real = a.strip() in self.truths, b.strip() in self.truths
+        if a_real != b_real:
+            return "A" if a_real else "B"
+        return "A" if hash_uniform(self.config.seed, "turing", key) < 0.5 else "B"
+
+    def _completion(self, body: dict[str, Any], messages: list[Any], answer: str, reasoning: str,
+                    finish: str) -> dict[str, Any]:
+        cfg = self.config
+        message: dict[str, Any] = {"role": "assistant", "content": answer}
+        if cfg.reasoning_field:
+            message[cfg.reasoning_field] = reasoning
+        elif cfg.thinking and finish != "length":
+            message["content"] = f"<think>\n{reasoning}\n</think>\n\n{answer}"
+        elif cfg.thinking:
+            message["content"] = f"<think>\n{reasoning}"
+        with_reasoning = cfg.thinking or cfg.reasoning_field
+        prompt_chars = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict))
+        completion_chars = len(answer) + (len(reasoning) if with_reasoning else 0)
+        prompt_tokens, completion_tokens = prompt_chars // 4 + 1, completion_chars // 4 + 1
+        return {
+            "id": f"chatcmpl-mock-{len(self.log) + 1}", "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model") or cfg.model_name,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    def snapshot(self, full: bool) -> list[dict[str, Any]]:
+        with self._lock:
+            return [e if full else {k: v for k, v in e.items() if k != "messages"} for e in self.log]
+
+
+def judge_mode(user: str) -> Literal["rubric", "turing", "reference"] | None:
+    """Which judge request this is (docs/CONTRACTS.md), or None for a world-model request."""
+    has_truth = templates.TRUTH_HEADING in user
+    has_a = templates.RESPONSE_A_HEADING in user
+    if has_truth:
+        return "reference" if has_a else "rubric"
+    return "turing" if has_a else None
+
+
+def _error_body(message: str, kind: str, code: int) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+# -- app and server ------------------------------------------------------------------------------
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, headers=headers, media_type="application/json")
+
+
+def create_app(config: MockConfig) -> FastAPI:
+    """The FastAPI app; ``app.state.mock`` is its :class:`MockState`."""
+    state = MockState(config)
+    app = FastAPI(title="agentworld mock server", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.mock = state
+    delay = config.latency_ms / 1000
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            body = None
+        plan, _ = state.plan(body)
+        if delay:
+            await asyncio.sleep(delay)
+        return _json(plan.status, plan.body, plan.headers)
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        return _json(200, {"object": "list", "data": [
+            {"id": config.model_name, "object": "model", "created": 0, "owned_by": "agentworld-mock"}]})
+
+    @app.get("/_mock/requests")
+    async def requests(full: int = 0) -> Response:
+        return _json(200, state.snapshot(bool(full)))
+
+    @app.get("/_mock/stats")
+    async def stats() -> Response:
+        return _json(200, {"samples": len(state.samples), "duplicate_rows": state.duplicates, **state.stats})
+
+    @app.post("/_mock/reset")
+    async def reset() -> Response:
+        state.reset()
+        return _json(200, {"ok": True})
+
+    return app
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket. ``IPPROTO_TCP`` must be explicit: asyncio sets ``TCP_NODELAY`` on accepted
+    connections only when the protocol says TCP, and without it Nagle + delayed ACK add ~40 ms to
+    every response (headers and body are written separately)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(4096)
+    sock.setblocking(False)
+    return sock
+
+
+def _server(app: Any) -> Any:
+    """A uvicorn server tuned for many concurrent short requests (no access log, high limits)."""
+    import uvicorn
+
+    uv_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                               limit_concurrency=100_000, backlog=4096, timeout_keep_alive=30,
+                               timeout_graceful_shutdown=2)
+    return uvicorn.Server(uv_config)
+
+
+def base_url(sock: socket.socket) -> str:
+    """``http://HOST:PORT/v1`` of a bound socket."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/v1" if ":" in host else f"http://{host}:{port}/v1"
+
+
+@contextmanager
+def serve_app_in_thread(app: Any, host: str = "127.0.0.1", port: int = 0, *,
+                        startup_timeout_s: float = 30) -> Iterator[str]:
+    """Serve any ASGI app from a background thread; yield ``http://HOST:PORT/v1``.
+
+    The port is bound before the thread starts (0 picks a free one), so there is no race on it;
+    the server is stopped and its thread joined on exit. Tests use it for ad-hoc fake servers.
+    """
+    server = _server(app)
+    sock = _bind(host, port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="agentworld-serve",
+                              daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            thread.join(timeout=5)
+            sock.close()
+            raise RuntimeError("server failed to start")
+        time.sleep(0.005)
+    try:
+        yield base_url(sock)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@contextmanager
+def run_mock_server(config: MockConfig, *, startup_timeout_s: float = 30) -> Iterator[str]:
+    """Run the mock server in a background thread; yield its base URL (``http://127.0.0.1:PORT/v1``)."""
+    with serve_app_in_thread(create_app(config), config.host, config.port,
+                             startup_timeout_s=startup_timeout_s) as url:
+        yield url
+
+
+def serve_forever(config: MockConfig, announce: Any = print) -> None:
+    """Run the server in this thread until interrupted (Ctrl-C); ``announce`` gets the base URL."""
+    server = _server(create_app(config))
+    sock = _bind(config.host, config.port)
+    announce(base_url(sock))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

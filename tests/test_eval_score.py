@@ -1,0 +1,89 @@
+"""Score math: official aggregate_scores semantics, both Overall figures, A/B rates, judged.jsonl."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentworld.eval.cli import app
+from agentworld.eval.score import ab_summary, normalise, score_official_judged, score_rows
+
+
+def _judged(task: str, failed: float, total: float, **dims: int) -> dict[str, object]:
+    return {"task": f"x/{task}", "id": f"{task}-{total}-{failed}", "gen": "g", "failed": failed,
+            "total_score": total, **dims}
+
+
+# Two domains; zeros are excluded per dimension; failed rows are ignored.
+JUDGED = [
+    _judged("mcp", 0.0, 4.0, format=5, factuality=3, consistency=4, realism=4, quality=0),
+    _judged("mcp", 0.0, 3.0, format=3, factuality=3, consistency=3, realism=3, quality=3),
+    _judged("mcp", 1.0, 0, format=0),
+    {"task": "x/mcp", "id": "nogen", "gen": "", "failed": 1.0, "error_message": "No model generation"},
+    _judged("search", 0.0, 2.0, format=2, factuality=2, consistency=2, realism=2, quality=2),
+]
+
+
+def test_official_semantics_by_hand() -> None:
+    report = score_official_judged(JUDGED)
+    mcp, search = report.domains["mcp"], report.domains["search"]
+    assert (mcp.n, mcp.valid, mcp.failed, mcp.no_generation, mcp.judge_failures) == (4, 2, 2, 1, 1)
+    assert mcp.format == pytest.approx((4.0 - 1) / 4 * 100)          # mean(5, 3) = 4
+    assert mcp.quality == pytest.approx((3.0 - 1) / 4 * 100)         # the 0 is excluded: mean(3)
+    assert mcp.total_score == pytest.approx((3.5 - 1) / 4 * 100)     # mean(4, 3)
+    assert search.total_score == pytest.approx(25.0)
+    # official Overall = sample-weighted mean of valid totals: mean(4, 3, 2) = 3 → 50
+    assert report.overall.sample_weighted == pytest.approx(50.0)
+    # published Overall = mean of domain totals: (62.5 + 25) / 2
+    assert report.overall.domain_mean == pytest.approx(43.75)
+    assert (report.overall.n, report.overall.valid, report.overall.failed) == (5, 3, 2)
+
+
+def test_cli_score_judged_json(tmp_path: Path) -> None:
+    path = tmp_path / "judged.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in JUDGED))
+    result = CliRunner().invoke(app, ["score", "--judged", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["overall"]["sample_weighted"] == pytest.approx(50.0)
+    assert data["domains"]["mcp"]["format"] == pytest.approx(75.0)
+    table = CliRunner().invoke(app, ["score", "--judged", str(path)])
+    assert "50.00" in table.output and "43.75" in table.output
+
+
+def test_score_rows_counts_failures_tokens_and_truncation() -> None:
+    preds = [{"id": "a", "domain": "os", "raw": "x", "truncated": True,
+              "usage": {"prompt_tokens": 10, "completion_tokens": 5}, "latency_s": 1.5},
+             {"id": "b", "domain": "os", "raw": "", "usage": {}},
+             {"id": "c", "domain": "os", "raw": "", "error": "BackendError: boom"}]
+    judged = [{"id": "a", "domain": "os", "mode": "rubric", "failed": False, "total_score": 5.0,
+               "scores": {"format": 5, "factuality": 5, "consistency": 5, "realism": 5, "quality": 5},
+               "usage": {"prompt_tokens": 7, "completion_tokens": 3}},
+              {"id": "b", "domain": "os", "mode": "rubric", "failed": True, "error": "No model generation"},
+              {"id": "c", "domain": "os", "mode": "rubric", "failed": True, "error": "No model generation"}]
+    report = score_rows({"os": 4}, preds, judged)
+    os_ = report.domains["os"]
+    counts = (os_.n, os_.valid, os_.failed, os_.truncated, os_.no_generation, os_.prediction_errors)
+    assert counts == (4, 1, 3, 1, 1, 1)
+    assert os_.judge_failures == 0
+    assert os_.tokens == {"model_prompt": 10, "model_completion": 5, "judge_prompt": 7, "judge_completion": 3}
+    assert os_.total_score == 100.0 and os_.latency_s["model"] == 1.5
+    assert report.to_json()["domains"]["os"]["format"] == 100.0
+
+
+def test_ab_rates() -> None:
+    rows = [{"domain": "web", "mode": "turing", "failed": False, "correct": c} for c in (True, True, False)]
+    rows.append({"domain": "web", "mode": "turing", "failed": True})
+    summary = ab_summary("turing", rows, {"web": 4})
+    assert summary["overall"]["accuracy"] == pytest.approx(2 / 3)
+    assert summary["overall"]["fooling_rate"] == pytest.approx(1 / 3)
+    assert (summary["overall"]["valid"], summary["overall"]["failed"]) == (3, 1)
+    ref = ab_summary("reference", [{**r, "mode": "reference"} for r in rows], {"web": 4})
+    assert ref["domains"]["web"]["win_rate"] == pytest.approx(2 / 3)
+
+
+def test_normalise() -> None:
+    assert (normalise(1), normalise(3), normalise(5)) == (0.0, 50.0, 100.0)
