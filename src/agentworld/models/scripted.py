@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Union
+from typing import TypeAlias
 
 from agentworld.models.base import ChatRequest, ChatResult, register_backend
 
-Reply = Union[str, ChatResult, BaseException, Callable[[ChatRequest], "str | ChatResult"]]
+Reply: TypeAlias = "str | ChatResult | BaseException | Callable[[ChatRequest], str | ChatResult]"
 
 
 class ScriptedBackend:
