@@ -7,7 +7,7 @@ requests, throughput, the speed-up ratio and the harness overhead per request,
 ``(wall - requests * latency / concurrency) / requests``. Exits 1 when a target is missed
 (speed-up >= 20x, overhead < 2 ms at the high concurrency).
 
-    python benchmarks/bench_concurrency.py --samples 200 [--judge]
+    python benchmarks/bench_concurrency.py [--samples 800] [--judge]
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def measure_backend(data: Path, url: str, concurrency: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=800,
+                        help="samples per run; enough that start-up (loading, scoring) is amortised")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--judge", action="store_true", help="infer + judge (two requests per sample)")

@@ -85,5 +85,19 @@ def score(
         _show(report, as_json)
 
 
+@app.command()
+def report(
+    run: Path = typer.Option(..., "--run", help="Run folder written by 'eval run' or 'eval infer'."),
+    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default RUN/report.html)."),
+) -> None:
+    """Write a self-contained HTML report: charts, rule-tier table, per-sample diffs."""
+    from agentworld.eval.report import write_report
+
+    with _errors():
+        if not (run / "predictions.jsonl").exists():
+            raise AgentWorldError(f"{run}: not a run folder (no predictions.jsonl)")
+        typer.echo(f"wrote {write_report(run, out)}")
+
+
 if __name__ == "__main__":
     app()

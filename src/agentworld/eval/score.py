@@ -217,26 +217,51 @@ def _fmt(value: float | None) -> str:
 
 
 def render(report: ScoreReport, console: Any) -> None:
-    """Print the score table (2 decimals here only; ``scores.json`` keeps full precision)."""
+    """Print the score tables (2 decimals here only; ``scores.json`` keeps full precision).
+
+    The rubric table is shown only when a judge was configured: without one every sample would
+    read as "failed", which says nothing about the world model. The rule tier gets its own table.
+    """
     from rich.table import Table
 
-    table = Table(title="AgentWorldBench scores (0-100)")
-    for col in ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total",
-                "Trunc", "NoGen", "PredErr", "JudgeFail"):
-        table.add_column(col, justify="left" if col == "Domain" else "right")
-    for name, d in report.domains.items():
-        table.add_row(name, f"{d.valid}/{d.n}", *(_fmt(getattr(d, f)) for f in SCORE_FIELDS),
-                      str(d.truncated), str(d.no_generation), str(d.prediction_errors), str(d.judge_failures))
-    console.print(table)
-    o = report.overall
-    console.print(f"Overall (domain mean, as published): {_fmt(o.domain_mean)}")
-    console.print(f"Overall (sample-weighted, as the official script prints): {_fmt(o.sample_weighted)}")
-    console.print(f"Samples: {o.n}, valid: {o.valid}, failed: {o.failed}")
+    if report.judge.get("model"):
+        table = Table(title="AgentWorldBench rubric scores (0-100)")
+        for col in ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total",
+                    "Trunc", "NoGen", "PredErr", "JudgeFail"):
+            table.add_column(col, justify="left" if col == "Domain" else "right")
+        for name, d in report.domains.items():
+            table.add_row(name, f"{d.valid}/{d.n}", *(_fmt(getattr(d, f)) for f in SCORE_FIELDS),
+                          str(d.truncated), str(d.no_generation), str(d.prediction_errors),
+                          str(d.judge_failures))
+        console.print(table)
+        o = report.overall
+        console.print(f"Overall (domain mean, as published): {_fmt(o.domain_mean)}")
+        console.print(f"Overall (sample-weighted, as the official script prints): {_fmt(o.sample_weighted)}")
+        console.print(f"Samples: {o.n}, valid: {o.valid}, failed: {o.failed}")
+    else:
+        n = sum(d.n for d in report.domains.values())
+        errors = sum(d.prediction_errors for d in report.domains.values())
+        truncated = sum(d.truncated for d in report.domains.values())
+        console.print(f"No judge configured: rubric not scored. Samples: {n}, prediction errors: {errors}, "
+                      f"truncated: {truncated}")
     for mode, key in (("turing", "fooling_rate"), ("reference", "win_rate")):
         summary = getattr(report, mode)
         if summary:
             rate = summary["overall"].get(key)
             console.print(f"{mode}: {key} {_fmt(None if rate is None else rate * 100)}% "
                           f"({summary['overall']['valid']}/{summary['overall']['n']} judged)")
+    if report.rules:
+        _render_rules(report, console)
+
+
+def _render_rules(report: ScoreReport, console: Any) -> None:
+    from rich.table import Table
+
+    columns = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
+    table = Table(title="Rule tier, no judge (0-100; exact = % of samples matching exactly)")
+    for col in ("Domain", "N", *columns):
+        table.add_column(col, justify="left" if col == "Domain" else "right")
     for name, means in report.rules.items():
-        console.print(f"rules[{name}]: " + ", ".join(f"{k}={v:.2f}" for k, v in means.items()))
+        n = report.domains[name].n if name in report.domains else 0
+        table.add_row(name, str(n), *(_fmt(means.get(c)) for c in columns))
+    console.print(table)
