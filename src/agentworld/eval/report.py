@@ -270,9 +270,16 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     domains: dict[str, dict[str, Any]] = scores.get("domains", {})
     views = [sample_view(i, domain_of[i], preds[i], judged.get(i), (rules.get(i) or {}).get("rule"),
                          truth.get(i)) for i in ids]
-    parts = [_header(run_dir, cfg, note), _overall(scores.get("overall", {}), len(ids)),
-             f'<h2>Rubric per domain</h2><div class="card">{bar_chart(domains)}</div>',
-             _domain_table(domains),
+    if (scores.get("judge") or {}).get("model") or judged:
+        rubric = [_overall(scores.get("overall", {}), len(ids)),
+                  f'<h2>Rubric per domain</h2><div class="card">{bar_chart(domains)}</div>',
+                  _domain_table(domains)]
+    else:
+        rubric = ['<h2>Rubric</h2><div class="card">No judge configured for this run: the rubric was '
+                  'not scored (add one with <code>agentworld eval judge --run DIR --judge-base-url URL '
+                  '--judge-model NAME</code>). The rule tier below needs no judge.</div>',
+                  _domain_table(domains)]
+    parts = [_header(run_dir, cfg, note), *rubric,
              "<h2>Rule tier (judge-free)</h2>", rule_table(rules, domain_of),
              _filters(_order(domain_of[i] for i in ids), len(ids)), *views]
     title = e(str(cfg.get("model", run_dir.name)))

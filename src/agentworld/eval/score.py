@@ -224,7 +224,8 @@ def render(report: ScoreReport, console: Any) -> None:
     """
     from rich.table import Table
 
-    if report.judge.get("model"):
+    judged = any(d.valid or d.judge_failures for d in report.domains.values())
+    if report.judge.get("model") or judged:
         table = Table(title="AgentWorldBench rubric scores (0-100)")
         for col in ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total",
                     "Trunc", "NoGen", "PredErr", "JudgeFail"):
