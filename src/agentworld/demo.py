@@ -8,6 +8,7 @@ model instead, and with a judge it adds the rubric scores.
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,14 +91,16 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
         console.print(f"world model: retrieval baseline over {len(index)} recorded transitions "
                       f"(demo scenarios held out)")
     console.rule("2. simulate them with the world model, 3. score")
+    judge_tag = f"+{config.judge_model}" if config.judge_base_url else ""
+    run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")
     run_config = EvalConfig(
-        data=[data_file], out=out / "run", model=config.model, model_base_url=config.model_base_url,
+        data=[data_file], out=run_dir, model=config.model, model_base_url=config.model_base_url,
         judge_base_url=config.judge_base_url, judge_model=config.judge_model,
         no_judge=config.judge_base_url is None, temperature=0.0 if model is not None else 0.6,
         seed=config.seed)
     report = run_eval(run_config, model=model)
     render(report, console)
-    path = write_report(out / "run")
+    path = write_report(run_dir)
     console.rule("done")
     console.print(f"report: {path.resolve()}")
     return path

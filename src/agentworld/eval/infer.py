@@ -41,6 +41,8 @@ class PredictionRow(BaseModel):
     latency_s: float = 0.0
     source: str = ""
     error: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Backend details of where the observation came from (e.g. the retrieval neighbour)."""
 
 
 def model_request(sample: BenchSample, model: str, max_tokens: int, temperature: float) -> ChatRequest:
@@ -62,7 +64,7 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
         id=sample.id, domain=sample.domain, prediction=parse_prediction(result.content, tag),
         raw=result.content, reasoning=result.reasoning, finish_reason=result.finish_reason,
         truncated=result.truncated, usage=result.usage, latency_s=result.latency_s,
-        source=result.source or backend.name)
+        source=result.source or backend.name, meta=result.meta)
 
 
 def read_rows(path: Path) -> dict[str, dict[str, Any]]:
