@@ -52,12 +52,37 @@ def demo(
                         judge_base_url=judge_base_url, judge_model=judge_model, seed=seed))
 
 
+MULTI_VALUE_OPTIONS = frozenset({"--data"})
+"""Options that take several values after one flag (``--data a.jsonl b.jsonl``, shell globs)."""
+
+
+def expand_multi_value(argv: list[str]) -> list[str]:
+    """Rewrite ``--data a b`` as ``--data a --data b`` (click options take one value per flag).
+
+    >>> expand_multi_value(["eval", "run", "--data", "a", "b", "--out", "r"])
+    ['eval', 'run', '--data', 'a', '--data', 'b', '--out', 'r']
+    """
+    out: list[str] = []
+    current: str | None = None
+    for arg in argv:
+        if arg.startswith("-"):
+            current = arg if arg in MULTI_VALUE_OPTIONS else None
+            out.append(arg)
+        elif current is not None and out[-1] != current:
+            out.extend([current, arg])
+        else:
+            out.append(arg)
+    return out
+
+
 def main() -> None:
     """Console-script entry point; turns agentworld's own errors into one clear line and exit code 2."""
+    import sys
+
     from agentworld.errors import AgentWorldError
 
     try:
-        app()
+        app(args=expand_multi_value(sys.argv[1:]), prog_name="agentworld")
     except AgentWorldError as exc:
         typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
         raise SystemExit(2) from None

@@ -199,7 +199,11 @@ def parse_row(row: Any, *, path: str | None = None, line: int | None = None,
 def read_bench_jsonl(path: str | Path, *,
                      known_domains: Iterable[str] | None = DOMAIN_NAMES) -> Iterator[BenchSample]:
     """Read AgentWorldBench rows, raising :class:`DataError` with file and line on the first bad one."""
-    path = Path(path)
+    for _, sample in _numbered_rows(Path(path), known_domains):
+        yield sample
+
+
+def _numbered_rows(path: Path, known_domains: Iterable[str] | None) -> Iterator[tuple[int, BenchSample]]:
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -208,7 +212,7 @@ def read_bench_jsonl(path: str | Path, *,
                 row = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
-            yield parse_row(row, path=str(path), line=lineno, known_domains=known_domains)
+            yield lineno, parse_row(row, path=str(path), line=lineno, known_domains=known_domains)
 
 
 def write_bench_jsonl(path: str | Path, samples: Iterable[BenchSample]) -> None:
@@ -238,12 +242,12 @@ def load_samples(paths: Sequence[str | Path]) -> list[BenchSample]:
     samples: list[BenchSample] = []
     seen: dict[str, str] = {}
     for file in discover_data(paths):
-        for lineno, sample in enumerate(read_bench_jsonl(file), start=1):
+        for lineno, sample in _numbered_rows(file, DOMAIN_NAMES):
             key = sample.id
             if key in seen:
-                raise DataError(f"duplicate id (first seen in {seen[key]})", path=str(file),
+                raise DataError(f"duplicate id (first seen at {seen[key]})", path=str(file), line=lineno,
                                 sample_id=key, field="id")
-            seen[key] = f"{file} row {lineno}"
+            seen[key] = f"{file}:{lineno}"
             samples.append(sample)
     return samples
 

@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.actions import format_terminal_action
 from agentworld.envs.sandbox import SandboxConfig, SandboxError, container_id
 from agentworld.envs.terminal import MAX_DURATION_S, TerminalSession
 from agentworld.errors import AgentWorldError, DataError
@@ -142,9 +143,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
 
 def format_action(actions: Sequence[Action], initial_screen: str | None = None) -> str:
     """The user-turn text of one action, as in the official few-shot examples (CONTRACTS.md)."""
-    body = json.dumps([a.to_json() for a in actions], indent=2, ensure_ascii=False)
-    head = f"**Current State:**\n{initial_screen}\n\n" if initial_screen is not None else ""
-    return f"{head}**Action:**\n```json\n{body}\n```"
+    return format_terminal_action([a.to_json() for a in actions], initial_screen)
 
 
 def format_observation(screen: str) -> str:

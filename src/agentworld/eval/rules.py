@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.domains.actions import PROMPT_RE, terminal_keystrokes, tool_call
 from agentworld.eval.content import check_metadata, command_is_deterministic, mask, written_files
-from agentworld.models.retrieval import PROMPT_RE, terminal_keystrokes, tool_call
 from agentworld.schema import OBSERVATION_MARKER, BenchSample
 
 Tier = Literal["deterministic", "environment", "metadata"]
