@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 
 from agentworld.envs import (
     Action,
+    Sandbox,
     SandboxConfig,
     SandboxTimeoutError,
     Scenario,
@@ -211,3 +214,42 @@ def test_cli_records_and_resumes(tmp_path: Path) -> None:
     resumed = runner.invoke(app, ["terminal", "--scenarios", str(scen), "--out", str(out), "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert len(list(read_bench_jsonl(out))) == 5
+
+
+OWNER = """
+import sys, time
+from agentworld.envs.terminal import TerminalSession
+s = TerminalSession()
+s.step([{"keystrokes": "sleep 300 &\\n", "duration": 0.3}])
+print(s._server.pid, s.sandbox.root, flush=True)
+time.sleep(300)
+"""
+
+
+def test_owner_killed_with_sigkill_leaves_no_process_and_folders_are_swept() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    server_pid, root = proc.stdout.readline().split()
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_alive(int(server_pid)) or _nobody_processes()):
+        time.sleep(0.1)
+    assert not _alive(int(server_pid)), "tmux server outlived its owner"
+    if os.geteuid() == 0:
+        assert not _nobody_processes(), "sandboxed processes outlived their owner"
+    assert Path(root).exists()
+    with Sandbox():
+        assert not Path(root).exists(), "the next sandbox sweeps the dead owner's folder"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "zombie" not in status
+
+
+def _nobody_processes() -> list[str]:
+    return [p for p in os.listdir("/proc") if p.isdigit() and _is_live_nobody(p)]

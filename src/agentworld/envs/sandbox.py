@@ -182,6 +182,31 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, onerror=onerror)
 
 
+ROOT_PREFIX = "agentworld-sandbox-"
+"""Host folders of sandboxes are ``<tmp>/agentworld-sandbox-<owner pid>-<random>``."""
+
+
+def sweep_stale_roots() -> list[Path]:
+    """Remove sandbox folders whose owning process is gone (it was killed before it could clean up).
+
+    Processes of a killed owner die with it (tmux gets ``PR_SET_PDEATHSIG``, bwrap
+    ``--die-with-parent``); its folders cannot, so the next sandbox removes them.
+    """
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*-*"):
+        owner = folder.name[len(ROOT_PREFIX):].split("-", 1)[0]
+        if not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            _rmtree(folder)
+            removed.append(folder)
+        except PermissionError:
+            continue
+    return removed
+
+
 class Sandbox:
     """Private host folders plus the command line that runs programs inside the sandbox.
 
@@ -200,7 +225,8 @@ class Sandbox:
         self.as_root = os.geteuid() == 0
         self.uid = self.config.uid if self.as_root else os.getuid()
         self.gid = self.config.uid if self.as_root else os.getgid()
-        self.root = Path(tempfile.mkdtemp(prefix="agentworld-sandbox-"))
+        sweep_stale_roots()
+        self.root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
         self.root.chmod(0o711)
         self.app_dir = self.root / "app"
         self.home_dir = self.root / "home"
