@@ -78,7 +78,8 @@ class InferFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    data: list[Path] = Field(description="AgentWorldBench JSONL files or folders of *_test.jsonl.")
+    data: list[Path] = Field(description="AgentWorldBench JSONL files or folders of *_test.jsonl "
+                             "(several after one --data, or --data repeated).")
     out: Path = Field(description="Run folder (created; an existing one is resumed).",
                       json_schema_extra=_RUNTIME)
     model: str = Field(description="World-model name; without --model-base-url, a backend name "
