@@ -1,0 +1,147 @@
+"""Records of the simulator: world specs, control specs, step results, session state.
+
+One wire schema for every transport: the Python API, the HTTP session API and the MCP server all
+use these pydantic models unchanged (STYLE point 8).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentworld.models.base import Usage
+
+FaultKind = Literal["timeout", "server_error", "rate_limit", "permission_denied", "pagination",
+                    "truncated", "stale"]
+FAULT_KINDS: tuple[str, ...] = ("timeout", "server_error", "rate_limit", "permission_denied", "pagination",
+                                "truncated", "stale")
+
+Source = Literal["cache", "world_model", "real", "fault", "template"]
+"""Where an observation came from: the response cache, the world model, a real environment, an
+injected fault rendered by the world model (``fault``) or by a template (``template``)."""
+
+
+class FaultRule(BaseModel):
+    """One seeded fault-injection rule.
+
+    Exactly one trigger applies: ``rate`` (each eligible call faults with this probability, drawn
+    from the framework's own RNG), ``count`` (the first N eligible calls fault) or ``schedule``
+    (these 1-based eligible-call numbers fault). ``tools`` limits the rule to some tools (MCP tool
+    names; for the terminal, the first word of the command); empty means every call.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: FaultKind
+    rate: float | None = Field(None, ge=0, le=1)
+    count: int | None = Field(None, ge=0)
+    schedule: list[int] | None = None
+    tools: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Kind-specific settings, e.g. ``page_size`` (pagination), ``keep_fraction`` (truncated),
+    ``retry_after_s`` (rate_limit), ``timeout_s`` (timeout)."""
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> FaultRule:
+        given = [name for name in ("rate", "count", "schedule") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"fault rule {self.kind!r}: give exactly one of rate, count, schedule "
+                             f"(got {', '.join(given) or 'none'})")
+        return self
+
+
+class ControlSpec(BaseModel):
+    """Controls enforced by the framework, not left to the model: faults and fictional-world facts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    faults: list[FaultRule] = Field(default_factory=list)
+    facts: list[str] = Field(default_factory=list)
+    """Fictional-world constraints and facts, appended to the system prompt for the whole episode."""
+    seed: int | None = None
+    """Overrides the episode seed for fault decisions when set."""
+
+    @classmethod
+    def load(cls, path: str | Path) -> ControlSpec:
+        """Read a control spec from YAML or JSON (errors name the file)."""
+        from agentworld.sim.controls import load_control_spec
+
+        return load_control_spec(path)
+
+
+class WorldSpec(BaseModel):
+    """What is simulated: domain, prompt, tools, initial state and controls."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    domain: str = "terminal"
+    name: str = ""
+    system_prompt: str | None = None
+    """Full system prompt; default: the domain's template plus tools, state and facts."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """MCP ``tools/list`` entries (``name``, ``description``, ``inputSchema``)."""
+    initial_state: str = ""
+    """Description of the starting state (terminal: the first screen; default a fresh prompt)."""
+    controls: ControlSpec = Field(default_factory=ControlSpec)
+    history_budget_tokens: int = Field(24_000, ge=256)
+    """History kept in the prompt; older whole turns are replaced by a state summary."""
+    max_tokens: int | None = None
+    temperature: float | None = 0.0
+
+
+class InjectedFault(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: FaultKind
+    rule: int
+    """Index of the rule in ``ControlSpec.faults`` that fired."""
+    tool: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepResult(BaseModel):
+    """What one ``step`` returns, in every transport."""
+
+    model_config = ConfigDict(frozen=True)
+
+    observation: str
+    """Observation text without the marker and without tags (terminal: the screen)."""
+    source: Source
+    turn: int
+    """1-based number of this step in the episode."""
+    reasoning: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    truncated: bool = False
+    repaired: bool = False
+    """The ledger changed the observation (re-asked the model or repaired deterministic content)."""
+    fault: InjectedFault | None = None
+    contradictions: list[str] = Field(default_factory=list)
+    """Conflicts with the state ledger found in the model's first answer."""
+    is_error: bool = False
+    """The observation is an error result (invalid call, injected fault)."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    action: str
+    observation: str
+    source: Source
+
+
+class SessionState(BaseModel):
+    """A session's visible state (``GET /sessions/{id}/state``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: WorldSpec
+    seed: int
+    turn: int
+    history: list[TurnRecord]
+    ledger: str
+    """The ledger's compact summary."""
+    faults: list[InjectedFault] = Field(default_factory=list)
