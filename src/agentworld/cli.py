@@ -7,7 +7,9 @@ import typer
 from agentworld import __version__
 from agentworld.envs.cli import app as record_app
 from agentworld.eval.cli import app as eval_app
-from agentworld.serve.cli import app as serve_app
+from agentworld.serve.cli import app as mock_app
+from agentworld.serve.serve_cli import app as serve_app
+from agentworld.serve.shell import app as shell_app
 
 app = typer.Typer(
     name="agentworld",
@@ -17,7 +19,9 @@ app = typer.Typer(
 )
 app.add_typer(record_app, name="record", help="Record real environments into AgentWorldBench rows.")
 app.add_typer(eval_app, name="eval", help="Evaluate world models on AgentWorldBench-format data.")
-for command in serve_app.registered_commands:
+app.add_typer(serve_app, name="serve",
+              help="Serve the simulator: MCP server (stdio/HTTP) or HTTP session API.")
+for command in [*mock_app.registered_commands, *shell_app.registered_commands]:
     app.registered_commands.append(command)
 
 

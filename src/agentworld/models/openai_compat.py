@@ -22,6 +22,7 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 try:  # openai >= 3 is built on httpx2; earlier versions on httpx (same Limits/Timeout API)
     import httpx2 as _httpx
@@ -140,24 +141,30 @@ class OpenAIBackend:
     # -- one attempt ------------------------------------------------------------------------------
 
     def _create_kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        """The ``chat.completions.create`` arguments; unset sampling settings are left to the server."""
-        kwargs: dict[str, Any] = {
+        """The JSON body of ``POST /chat/completions``; unset sampling settings are left to the server.
+
+        Built once per request (retries reuse it) as plain JSON types, so it can be posted as is.
+        """
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
         }
         for key in ("max_tokens", "temperature", "seed"):
             value = getattr(request, key)
             if value is not None:
-                kwargs[key] = value
-        body = {**self.extra_body, **request.extra}
-        if body:
-            kwargs["extra_body"] = body
-        return kwargs
+                body[key] = value
+        body.update(self.extra_body)
+        body.update(request.extra)
+        return body
 
     async def _send(self, kwargs: dict[str, Any]) -> Any:
         """One HTTP attempt; transient failures become :class:`_Retryable`, others :class:`BackendError`."""
         try:
-            return await self._client.chat.completions.create(**kwargs)
+            # The SDK's client (auth, connection pool, typed errors, response model) without
+            # ``chat.completions.create``'s per-request type transform of the body, which costs
+            # milliseconds of CPU per long message list and blocks every other session meanwhile.
+            return await self._client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion,
+                                           options={"security": {"bearer_auth": True}})
         except openai.APITimeoutError:
             raise _Retryable(f"timed out after {self.timeout_s}s") from None
         except openai.APIConnectionError as exc:

@@ -1,0 +1,50 @@
+"""Adapters from the Simulator to agent frameworks: TRL ``environment_factory``, Gymnasium, OpenEnv.
+
+Each adapter imports its framework lazily (Gymnasium is the ``gym`` extra, OpenEnv the ``openenv``
+extra), so ``import agentworld.serve.adapters`` never needs them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agentworld.sim.types import StepResult, WorldSpec
+
+if TYPE_CHECKING:
+    from agentworld.serve.adapters.gym import SimEnv
+
+__all__ = ["UNSET", "SimEnv", "SimulatedTools", "as_spec", "environment_rewards", "make_trl_environment",
+           "step_info"]
+
+
+def as_spec(value: WorldSpec | dict[str, Any] | str | None, default: WorldSpec | None = None) -> WorldSpec:
+    """A WorldSpec from itself, its dict or its JSON text (``None`` → ``default`` or a terminal)."""
+    if value is None:
+        return default or WorldSpec()
+    if isinstance(value, WorldSpec):
+        return value
+    return WorldSpec.model_validate_json(value) if isinstance(value, str) else WorldSpec.model_validate(value)
+
+
+def step_info(result: StepResult) -> dict[str, Any]:
+    """What a step tells besides the text: where it came from, injected faults, token usage."""
+    return {"source": result.source, "turn": result.turn, "is_error": result.is_error,
+            "fault": result.fault.model_dump() if result.fault else None, "usage": result.usage.model_dump(),
+            "latency_s": result.latency_s, "repaired": result.repaired, "reasoning": result.reasoning,
+            "truncated_output": result.truncated, "meta": dict(result.meta)}
+
+
+from agentworld.serve.adapters.trl import (  # noqa: E402 (after the helpers the adapters share)
+    UNSET,
+    SimulatedTools,
+    environment_rewards,
+    make_trl_environment,
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SimEnv":
+        from agentworld.serve.adapters.gym import SimEnv
+
+        return SimEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
