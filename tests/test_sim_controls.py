@@ -33,7 +33,10 @@ def world(request: ChatRequest) -> str:
     """A scripted world model: renders faults it is asked for, answers calls otherwise."""
     last = request.messages[-1].content
     if last.startswith("[Simulation control]"):
-        return wrap("Error: 503 Service Unavailable (rendered)")
+        kind = last.split("fault kind: ", 1)[1].split(")", 1)[0]
+        shown = {"rate_limit": "Error: 429 Too Many Requests", "timeout": "Error: request timed out",
+                 "permission_denied": "Error: permission denied"}.get(kind, "Error: 503 Service Unavailable")
+        return wrap(f"{shown} (rendered)")
     return wrap(json.dumps({"ok": True, "n": len(request.messages)}))
 
 
@@ -215,3 +218,25 @@ def test_facts_stay_in_the_system_prompt() -> None:
     sim.step("capital of France")
     fact = "# World facts\n- Paris is the capital of Spain."
     assert all(fact in c.messages[0].content for c in model.calls)
+
+
+def test_model_that_ignores_an_injected_fault_is_overruled_by_the_template() -> None:
+    """Faults are enforced by the framework: a 'success' rendering of a failure is replaced."""
+    from agentworld.models import ScriptedBackend
+    from agentworld.sim import ControlSpec, FaultRule, Simulator, WorldSpec
+
+    tools = [{"name": "get_user", "description": "Get a user.",
+              "inputSchema": {"type": "object", "properties": {"user_id": {"type": "string"}},
+                              "required": ["user_id"]}}]
+    ok = wrap('{"user_id": "u1"}')
+    model = ScriptedBackend([ok, wrap("Error: 503 Service Unavailable")])
+    spec = WorldSpec(domain="mcp", tools=tools,
+                     controls=ControlSpec(faults=[FaultRule(kind="server_error", count=2)]))
+    sim = Simulator(model)
+    sim.reset(spec, seed=0)
+    ignored = sim.step({"tool_name": "get_user", "arguments": {"user_id": "u1"}})
+    assert ignored.is_error and ignored.source == "template" and "503" in ignored.observation
+    assert "did not show" in ignored.meta["fault_render"]
+    rendered = sim.step({"tool_name": "get_user", "arguments": {"user_id": "u2"}})
+    assert rendered.source == "fault" and rendered.observation == "Error: 503 Service Unavailable"
+    model.assert_complete()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,24 @@ def fault_request(fault: InjectedFault, domain: str) -> str:
     return (f"[Simulation control] This call fails: {_describe(fault)} (fault kind: {fault.kind}). "
             f"Render exactly what the {domain} environment shows the agent for this failure, in the usual "
             "observation format and wrapped in the usual tags. Do not mention that the failure was injected.")
+
+
+_SHOWS_FAULT = {
+    "timeout": re.compile(r"time[d ]?\s?out|timeout|deadline", re.I),
+    "server_error": re.compile(r"\b5\d\d\b|server error|internal error|unavailable|bad gateway", re.I),
+    "rate_limit": re.compile(r"\b429\b|rate.?limit|too many requests|throttl|quota", re.I),
+    "permission_denied": re.compile(r"permission|denied|forbidden|\b403\b|unauthori[sz]ed|not allowed", re.I),
+}
+
+
+def shows_fault(fault: InjectedFault, observation: str) -> bool:
+    """Whether a model's rendering of an error fault visibly shows that kind of failure.
+
+    Faults are enforced by the framework: a model that answers an injected failure with a normal
+    result would silently cancel it, so such a rendering is replaced by the template.
+    """
+    pattern = _SHOWS_FAULT.get(fault.kind)
+    return pattern is None or bool(pattern.search(observation))
 
 
 def render_template(fault: InjectedFault, domain: str, *, tool: str | None = None, command: str | None = None,

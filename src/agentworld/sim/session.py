@@ -147,13 +147,17 @@ class Simulator:
 
     async def _render_fault(self, fault: InjectedFault, parsed: ParsedAction, text: str,
                             turn: int) -> StepResult:
+        template = controls.render_template(fault, self._spec.domain, tool=parsed.tool,
+                                            command=parsed.command, prompt=self._prompt)
         if self.model is None:
-            obs = controls.render_template(fault, self._spec.domain, tool=parsed.tool,
-                                           command=parsed.command, prompt=self._prompt)
-            return StepResult(observation=obs, source="template", turn=turn, fault=fault, is_error=True)
+            return StepResult(observation=template, source="template", turn=turn, fault=fault, is_error=True)
         calls = CallTally()
         extra = [Message(role="user", content=controls.fault_request(fault, self._spec.domain))]
         obs = await self._ask(self._messages(text, extra), calls)
+        if not controls.shows_fault(fault, obs):
+            return StepResult(observation=template, source="template", turn=turn, fault=fault, is_error=True,
+                              meta={"fault_render": "the model's rendering did not show the failure"},
+                              **calls.fields())
         source: Source = "cache" if calls.all_cached else "fault"
         return StepResult(observation=obs, source=source, turn=turn, fault=fault, is_error=True,
                           **calls.fields())
