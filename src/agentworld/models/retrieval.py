@@ -114,6 +114,9 @@ class RetrievalIndex:
     """
 
     ACTION_W, CONTEXT_W, EXACT_W = 0.75, 0.15, 0.10
+    MODE_PENALTY = 0.5
+    """Subtracted when a terminal transition starts in another mode (at a shell prompt or inside a
+    program) than the current screen: ``echo done`` typed at a prompt is not a heredoc line."""
 
     def __init__(self, corpus: Iterable[str | Path | BenchSample | dict[str, Any]],
                  exclude: Callable[[BenchSample], bool] | None = None) -> None:
@@ -175,12 +178,15 @@ class RetrievalIndex:
             cands = [i for i, t in enumerate(self.transitions) if q.domain is None or t.domain == q.domain]
         cands.sort(key=lambda i: -scores.get(i, 0.0))
         cvec = _norm(dict(_features(ctx)))
+        mode = _at_prompt(q)
         out = []
         for i in cands[:max(50, k)]:
             t = self.transitions[i]
             sim = (self.ACTION_W * scores.get(i, 0.0) + self.CONTEXT_W * _cos(cvec, self._ctx_vecs[i])
                    + self.EXACT_W * (t.key == key))
-            out.append(Neighbour(t, round(min(sim, 1.0), 6)))
+            if mode is not None and t.domain == "terminal" and _starts_at_prompt(t.observation) != mode:
+                sim -= self.MODE_PENALTY
+            out.append(Neighbour(t, round(min(max(sim, 0.0), 1.0), 6)))
         out.sort(key=lambda n: -n.similarity)
         return out[:k]
 
@@ -192,6 +198,8 @@ class Query:
     prev_action: str | None
     prev_obs: str | None
     first_action: str
+    screens: tuple[str, ...] = ()
+    """Every earlier screen, oldest first (the first turn's state, then each observation)."""
 
 
 def parse_query(query: BenchSample | ChatRequest | Sequence[Message], domain: str | None = None) -> Query:
@@ -200,28 +208,57 @@ def parse_query(query: BenchSample | ChatRequest | Sequence[Message], domain: st
         hist = query.history()
         first = query.prompt[0] if query.prompt else query.action
         return Query(query.action, domain or query.domain, hist[-1][0] if hist else None,
-                     hist[-1][1] if hist else None, first)
+                     hist[-1][1] if hist else None, first,
+                     (terminal_state(first) or "", *(obs for _, obs in hist)))
     messages = list(query.messages) if isinstance(query, ChatRequest) else list(query)
     if isinstance(query, ChatRequest):
         domain = domain or query.extra.get("domain")
-    users = [m.content for m in messages if m.role == "user"]
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
     if not users:
         raise ValueError("the request holds no user message (the current action)")
-    replies = [m.content for m in messages if m.role == "assistant"]
-    action = users[-1]
-    return Query(action, domain or detect_domain(action), users[-2] if len(users) > 1 else None,
-                 replies[-1] if replies else None, users[0])
+    # The current action is the last user message that reads as one: a simulator may follow it
+    # with control messages (a re-ask naming a conflict, a fault to render) that are not actions.
+    at = next((i for i in reversed(users) if detect_domain(messages[i].content)), users[-1])
+    action = messages[at].content
+    before = messages[:at]
+    prev_obs = next((m.content for m in reversed(before) if m.role == "assistant"), None)
+    prev_users = [m.content for m in before if m.role == "user"]
+    first = messages[users[0]].content
+    return Query(action, domain or detect_domain(action), prev_users[-1] if prev_users else None,
+                 prev_obs, first,
+                 (terminal_state(first) or "", *(m.content for m in before if m.role == "assistant")))
+
+
+def _starts_at_prompt(observation: str) -> bool:
+    first = strip_marker(observation).split("\n", 1)[0]
+    return PROMPT_RE.match(first.rstrip()) is not None
+
+
+def _at_prompt(query: Query) -> bool | None:
+    """Whether the current screen ends at a bare shell prompt (None when unknown or not a terminal)."""
+    if query.domain not in (None, "terminal"):
+        return None
+    screen = strip_marker(query.prev_obs) if query.prev_obs else terminal_state(query.first_action)
+    if not screen or not screen.strip():
+        return None
+    m = PROMPT_RE.match(screen.rstrip().splitlines()[-1].rstrip())
+    return m is not None and not m.group("cmd")
 
 
 def adapt_terminal(observation: str, query: Query) -> str:
     """Rewrite prompts to the current host/cwd and the echoed command to the current keystrokes."""
-    screen = strip_marker(query.prev_obs) if query.prev_obs else (terminal_state(query.first_action) or "")
-    here = last_prompt(screen)
+    # The last prompt of any earlier screen: the previous one may show a running program instead.
+    here = next((m for m in (last_prompt(strip_marker(s)) for s in reversed(query.screens)) if m), None)
     lines = strip_marker(observation).splitlines()
     if here is None or not lines:
         return observation
     first = PROMPT_RE.match(lines[0])
     old_cwd = first.group("cwd") if first else None
+    recorded = next((m.group("host") for m in map(PROMPT_RE.match, lines) if m), None)
+    if recorded and recorded != here.group("host"):
+        # The recorded container's id is this session's id wherever it appears (e.g. `hostname`).
+        lines = [line if PROMPT_RE.match(line) else line.replace(recorded, here.group("host"))
+                 for line in lines]
     keys = terminal_keystrokes(query.action) or ""
     command = keys.split("\n")[0].rstrip()
     for n, line in enumerate(lines):
