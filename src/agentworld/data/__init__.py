@@ -1,1 +1,1 @@
-"""agentworld.data"""
+"""Data pipeline: ingest real trajectories, clean, expand, mask, split and export for training."""
