@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
 # (bubblewrap, tmux), then a virtual environment in .venv with agentworld and its dev tools.
+# `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
+# `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
 cd "$(dirname "$0")"
 need=()
@@ -17,5 +19,15 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev]'
+extras="dev"
+for flag in "$@"; do
+  case "$flag" in
+    --train)  # CPU torch first, pinned, so the training extra does not pull a multi-GB CUDA build.
+      .venv/bin/python -m pip install -q "torch==${AGENTWORLD_TORCH:-2.13.0}"
+      extras="$extras,train" ;;
+    --ray) extras="$extras,ray" ;;
+    *) echo "install.sh: unknown option $flag (known: --train, --ray)" >&2; exit 2 ;;
+  esac
+done
+.venv/bin/python -m pip install -q -e ".[$extras]"
 echo "agentworld installed in .venv ($(.venv/bin/agentworld --version 2>/dev/null || echo 'cli not found'))"

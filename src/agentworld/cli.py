@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from agentworld import __version__
+from agentworld.data.cli import app as data_app
 from agentworld.envs.cli import app as record_app
 from agentworld.eval.cli import app as eval_app
 from agentworld.serve.cli import app as mock_app
@@ -19,6 +20,8 @@ app = typer.Typer(
 )
 app.add_typer(record_app, name="record", help="Record real environments into AgentWorldBench rows.")
 app.add_typer(eval_app, name="eval", help="Evaluate world models on AgentWorldBench-format data.")
+app.add_typer(data_app, name="data", help="Turn real trajectories into training data: convert, process, "
+              "export, stats.")
 app.add_typer(serve_app, name="serve",
               help="Serve the simulator: MCP server (stdio/HTTP) or HTTP session API.")
 for command in [*mock_app.registered_commands, *shell_app.registered_commands]:

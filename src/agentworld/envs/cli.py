@@ -77,3 +77,33 @@ def terminal(
     if summary.failed:
         console.print(f"[red]{len(summary.failed)} scenario(s) failed:[/] {', '.join(summary.failed)}")
         raise typer.Exit(1)
+
+
+@app.command("mcp")
+def mcp(
+    out: Path = typer.Option(..., "--out", help="JSONL file to append sessions to (AgentWorldBench rows)."),
+    name: str | None = typer.Option(None, "--name", help="Trajectory id prefix (default: server name)."),
+    url: str | None = typer.Option(None, "--url", help="Streamable-HTTP MCP server to proxy, e.g. "
+                                   "http://127.0.0.1:8000/mcp (instead of a server command)."),
+    listen_port: int = typer.Option(0, "--listen-port", help="HTTP mode: port on 127.0.0.1 to serve on; "
+                                    "0 picks a free one (the URL is printed on stderr)."),
+    server: list[str] | None = typer.Argument(None, help="stdio mode: the real server command, after --."),
+) -> None:
+    """Record MCP sessions while relaying them, byte for byte, between a client and a real server.
+
+    stdio: make `agentworld record mcp --out S.jsonl -- SERVER COMMAND...` the client's server command.
+
+    HTTP: run `agentworld record mcp --out S.jsonl --url http://127.0.0.1:8000/mcp`, then point the
+    client at the URL printed on stderr. Each session is appended to OUT as one trajectory.
+    """
+    from agentworld.envs.mcp_proxy import run_stdio_proxy
+
+    if (url is None) == (not server):
+        typer.echo("error: give either a server command after -- (stdio) or --url (HTTP), not both",
+                   err=True)
+        raise typer.Exit(2)
+    if url is not None:
+        from agentworld.envs.mcp_proxy_http import run_http_proxy
+
+        raise typer.Exit(run_http_proxy(url, out, name=name, listen_port=listen_port))
+    raise typer.Exit(run_stdio_proxy(server or [], out, name=name))

@@ -1,0 +1,160 @@
+"""Throughput and memory of the data pipeline, against plain JSON parsing of the same file.
+
+Why: the pipeline should cost a small multiple of merely reading its input (the floor), scale
+with processes, and hold memory flat in the input size (it streams). Input: the shipped corpus of
+real terminal recordings (``agentworld.corpus``) repeated to ``--mb`` MB, each copy a distinct
+recording (ids renamed, the container hostname changed, so dedup keeps it, as it would for real
+new recordings). Pipeline: the default steps (cleaning, expand, dedup, mask, split), ``trl`` export.
+
+Prints, side by side: the floor (``orjson.loads`` per line) in turns/s, the pipeline in 1 process
+(``run_pipeline``) and 2 processes (``scale.run_parallel``), the scaling factor, the ratio of the
+floor to the per-process pipeline rate, and the peak RSS (``resource.getrusage`` in a fresh
+subprocess) at 1x and 10x the input size. Exits 1 when a target is missed: floor ratio within
+``--max-ratio`` (3x), 10x peak RSS within ``--max-rss-growth`` (1.25x) of 1x plus 16 MB, and a
+2-process scaling factor of at least ``--min-scaling`` (1.3x; needs 2 free cores).
+
+    python benchmarks/bench_data.py [--mb 80] [--processes 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from agentworld.corpus import corpus_path
+from agentworld.data.pipeline import PipelineConfig, run_pipeline
+from agentworld.data.scale import run_parallel
+
+
+def make_input(path: Path, mb: float) -> int:
+    """Write ``mb`` MB of corpus copies to ``path``; return the number of turns (rows)."""
+    rows = corpus_path("terminal").read_bytes().splitlines()
+    parsed = [orjson.loads(r) for r in rows]
+    target = int(mb * 1e6)
+    written = turns = copy = 0
+    with open(path, "wb") as out:
+        while written < target:
+            for raw, row in zip(rows, parsed, strict=True):
+                host = str(row.get("meta", {}).get("hostname", ""))
+                new_host = hashlib.blake2b(f"{host}{copy}".encode(), digest_size=6).hexdigest()
+                stem, _, turn = row["id"].rpartition("-t")
+                line = raw.replace(host.encode(), new_host.encode()) if host else raw
+                old_id, new_id = f'"id":"{row["id"]}"', f'"id":"{stem}-c{copy}-t{turn}"'
+                line = line.replace(old_id.encode(), new_id.encode(), 1)
+                out.write(line + b"\n")
+                written += len(line) + 1
+                turns += 1
+            copy += 1
+    return turns
+
+
+def floor_rate(path: Path) -> float:
+    """Turns/s of ``orjson.loads`` per line (reading included): the floor any pipeline pays."""
+    start = time.perf_counter()
+    n = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            orjson.loads(line)
+            n += 1
+    return n / (time.perf_counter() - start)
+
+
+def config(src: Path, out: Path) -> PipelineConfig:
+    return PipelineConfig.model_validate({"inputs": [{"path": str(src)}],
+                                          "output": {"format": "trl", "path": str(out)}})
+
+
+PEAK_SCRIPT = """
+import resource, sys
+from pathlib import Path
+from agentworld.data.pipeline import PipelineConfig, run_pipeline
+from agentworld.data.scale import run_parallel
+cfg = PipelineConfig.model_validate({"inputs": [{"path": sys.argv[1]}],
+                                     "output": {"format": "trl", "path": sys.argv[2]}})
+procs = int(sys.argv[3])
+if procs:
+    run_parallel(cfg, procs, quiet=True)
+else:
+    from rich.console import Console
+    run_pipeline(cfg, progress=False, console=Console(file=open("/dev/null", "w")))
+self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(max(self_kb, child_kb) / 1024)
+"""
+
+
+def peak_rss_mb(src: Path, out: Path, processes: int = 0) -> float:
+    """High-water RSS (MB) of a fresh process running the pipeline (max over it and its workers)."""
+    res = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(src), str(out), str(processes)],
+                         capture_output=True, text=True, check=True)
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=float, default=80.0)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--max-ratio", type=float, default=3.0)
+    parser.add_argument("--max-rss-growth", type=float, default=1.25)
+    parser.add_argument("--min-scaling", type=float, default=1.3)
+    args = parser.parse_args()
+    from rich.console import Console
+
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115
+    with tempfile.TemporaryDirectory(prefix="bench_data.") as tmp:
+        root = Path(tmp)
+        small, big = root / "x1.jsonl", root / "x10.jsonl"
+        turns = make_input(small, args.mb)
+        make_input(big, args.mb * 10)
+        floor = max(floor_rate(small) for _ in range(3))
+
+        start = time.perf_counter()
+        run_pipeline(config(small, root / "seq" / "out.jsonl"), progress=False, console=quiet)
+        one = turns / (time.perf_counter() - start)
+        start = time.perf_counter()
+        run_parallel(config(small, root / "par" / "out.jsonl"), args.processes, quiet=True)
+        many = turns / (time.perf_counter() - start)
+        identical = (root / "seq" / "out.jsonl").read_bytes() == (root / "par" / "out.jsonl").read_bytes()
+
+        rss1 = peak_rss_mb(small, root / "m1" / "out.jsonl")
+        rss10 = peak_rss_mb(big, root / "m10" / "out.jsonl")
+        prss1 = peak_rss_mb(small, root / "p1" / "out.jsonl", args.processes)
+        prss10 = peak_rss_mb(big, root / "p10" / "out.jsonl", args.processes)
+
+    scaling = many / one
+    ratio = floor / one
+    print(f"input: {args.mb:g} MB, {turns} turns (10x: {args.mb * 10:g} MB); cores: {os.cpu_count()}")
+    print(f"{'':28}{'turns/s':>12}")
+    print(f"{'floor: orjson.loads/line':28}{floor:>12,.0f}")
+    print(f"{'pipeline, 1 process':28}{one:>12,.0f}   floor/pipeline = {ratio:.2f}x "
+          f"(target <= {args.max_ratio:g}x)")
+    print(f"{f'pipeline, {args.processes} processes':28}{many:>12,.0f}   scaling = {scaling:.2f}x "
+          f"(target >= {args.min_scaling:g}x), output identical: {identical}")
+    print(f"peak RSS, 1 process:  1x {rss1:.0f} MB, 10x {rss10:.0f} MB ({rss10 / rss1:.2f}x)")
+    print(f"peak RSS, {args.processes} processes (max of parent/workers): 1x {prss1:.0f} MB, "
+          f"10x {prss10:.0f} MB ({prss10 / prss1:.2f}x)")
+    missed = []
+    if ratio > args.max_ratio:
+        missed.append(f"pipeline is {ratio:.2f}x slower than plain parsing (target {args.max_ratio:g}x)")
+    if scaling < args.min_scaling:
+        missed.append(f"{args.processes} processes scale {scaling:.2f}x (target {args.min_scaling:g}x)")
+    for name, a, b in (("1 process", rss1, rss10), (f"{args.processes} processes", prss1, prss10)):
+        if b > a * args.max_rss_growth + 16:
+            missed.append(f"peak RSS grows with input ({name}): {a:.0f} -> {b:.0f} MB")
+    if not identical:
+        missed.append("parallel output differs from the sequential output")
+    for line in missed:
+        print(f"MISSED: {line}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,410 @@
+"""Read trajectories from the formats they come in, one at a time, into the unified schema.
+
+Each converter streams :class:`~agentworld.schema.Trajectory` records (one record in memory at a
+time; a JSON *array* file is the exception: it is parsed whole, so prefer JSONL for big inputs).
+Bad records raise a located :class:`~agentworld.errors.DataError`, or with ``on_error="skip"``
+are logged and listed in an :class:`IngestReport` while every other record still comes through.
+``Trajectory.meta["source"]`` is the input file unless the record already names one.
+
+Adding a converter: register a class with a ``read`` and, for ``detect_format``, a ``sniff`` that
+recognises the first record::
+
+    @register_converter("my-log")                     # also sets MyLog.name
+    class MyLog:
+        @staticmethod
+        def sniff(record: object) -> bool:
+            return isinstance(record, dict) and "steps" in record
+
+        def read(self, path, *, on_error="raise", report=None):
+            for line, index, rec in records(path, on_error, report):
+                try:
+                    turns = tuple(Turn(action=s["cmd"], observation=s["out"]) for s in rec["steps"])
+                except (KeyError, TypeError) as exc:
+                    skip_or_raise(DataError(f"bad step {exc}", path=str(path), line=line), on_error, report)
+                    continue
+                yield Trajectory(id=str(rec.get("id", index)), domain="terminal", turns=turns,
+                                 system_prompt=rec.get("system", ""), meta={"source": str(path)})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import orjson
+from pydantic import BaseModel, Field, ValidationError
+
+from agentworld import schema
+from agentworld.errors import DataError
+from agentworld.io import dumps
+from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
+
+log = logging.getLogger(__name__)
+OnError = Literal["raise", "skip"]
+MAX_LISTED_ISSUES = 1000
+
+
+class IngestIssue(BaseModel):
+    """One skipped record: where it was and why."""
+
+    file: str
+    line: int | None = None
+    reason: str
+    sample_id: str | None = None
+    field: str | None = None
+
+
+class IngestReport(BaseModel):
+    """What ingest read and skipped (the first :data:`MAX_LISTED_ISSUES` issues are listed)."""
+
+    files: list[str] = Field(default_factory=list)
+    trajectories: int = 0
+    skipped: int = 0
+    issues: list[IngestIssue] = Field(default_factory=list)
+
+    def add(self, err: DataError) -> None:
+        self.skipped += 1
+        if len(self.issues) < MAX_LISTED_ISSUES:
+            self.issues.append(IngestIssue(file=err.path or "", line=err.line, reason=err.message,
+                                           sample_id=err.sample_id, field=err.field))
+
+
+class Converter(Protocol):
+    """Reads one input file into trajectories, streaming."""
+
+    name: str
+
+    def read(self, path: Path, *, on_error: OnError = "raise",
+             report: IngestReport | None = None) -> Iterator[Trajectory]: ...
+
+
+_REGISTRY: dict[str, Callable[..., Converter]] = {}
+
+
+def register_converter(name: str) -> Callable[[type], type]:
+    """Class decorator: make a converter available as ``name`` (later registrations are sniffed first)."""
+    def deco(cls: type) -> type:
+        cls.name = name  # type: ignore[attr-defined]
+        _REGISTRY[name] = cls
+        return cls
+    return deco
+
+
+def get_converter(name: str, **options: Any) -> Converter:
+    """A converter instance; ``options`` go to its constructor (e.g. ``domain`` for ``openai-chat``)."""
+    if name not in _REGISTRY:
+        raise DataError(f"unknown format {name!r}; known: auto, {', '.join(_REGISTRY)}", field="format")
+    return _REGISTRY[name](**options)
+
+
+def formats() -> list[str]:
+    return list(_REGISTRY)
+
+
+def skip_or_raise(err: DataError, on_error: OnError, report: IngestReport | None) -> None:
+    """Raise ``err``, or (``skip``) log it and count it in ``report``."""
+    if on_error == "raise":
+        raise err
+    log.warning("skipped: %s", err)
+    if report is not None:
+        report.add(err)
+
+
+def _array_document(path: Path) -> bool:
+    """A JSON array file (as opposed to JSONL, where a line may itself be a list of messages)."""
+    with open(path, "rb") as handle:
+        head = handle.readline()
+        if not head.lstrip().startswith(b"["):
+            return False
+        try:
+            first = orjson.loads(head)
+        except orjson.JSONDecodeError:
+            return True
+        rest = handle.read(64).strip()
+    is_message_list = isinstance(first, list) and bool(first) and isinstance(first[0], dict) \
+        and "role" in first[0]
+    return not (is_message_list or rest)
+
+
+def records(path: Path, on_error: OnError = "raise",
+            report: IngestReport | None = None) -> Iterator[tuple[int | None, int, Any]]:
+    """Yield ``(line, index, record)`` for JSONL lines or JSON-array items (line is None for arrays)."""
+    if _array_document(path):
+        try:
+            items = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"malformed JSON: {exc}", path=str(path)) from None
+        yield from ((None, i, item) for i, item in enumerate(items))
+        return
+    with open(path, "rb") as handle:
+        index = 0
+        for lineno, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                err = DataError(f"malformed JSON: {exc}", path=str(path), line=lineno)
+                skip_or_raise(err, on_error, report)
+                continue
+            yield lineno, index, obj
+            index += 1
+
+
+def detect_format(path: Path) -> str:
+    """The format of ``path``, told by its first record (each converter's ``sniff``)."""
+    first = next((rec for _, _, rec in records(Path(path))), None)
+    for name in reversed(_REGISTRY):
+        sniff = getattr(_REGISTRY[name], "sniff", None)
+        if sniff is not None and sniff(first):
+            return name
+    raise DataError(f"cannot tell the format; pass one of: {', '.join(_REGISTRY)}", path=str(path))
+
+
+def ingest(path: str | Path, fmt: str = "auto", *, on_error: OnError = "raise",
+           report: IngestReport | None = None, **options: Any) -> Iterator[Trajectory]:
+    """Stream the trajectories of one file (format detected when ``fmt`` is ``auto``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("no such file", path=str(path))
+    converter = get_converter(detect_format(path) if fmt == "auto" else fmt, **options)
+    if report is not None:
+        report.files.append(str(path))
+    for traj in converter.read(path, on_error=on_error, report=report):
+        if report is not None:
+            report.trajectories += 1
+        yield traj
+
+
+def _invalid(exc: ValidationError, path: Path, line: int | None, sid: str | None) -> DataError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or None
+    return DataError(err["msg"], path=str(path), line=line, sample_id=sid, field=field)
+
+
+def _sourced(traj: Trajectory, path: Path, extra: dict[str, Any] | None = None) -> Trajectory:
+    meta = {**traj.meta, **(extra or {})}
+    meta.setdefault("source", str(path))
+    return traj.model_copy(update={"meta": meta})
+
+
+# -- built-in converters ---------------------------------------------------------------------------
+
+@register_converter("agentworld-bench")
+class BenchConverter:
+    """AgentWorldBench rows joined back into trajectories (consecutive rows of one trajectory).
+
+    Rows belong together while task, system prompt and prompt/response lists stay the same and no
+    ``turn_idx`` repeats; each row's own fields live on in ``turn.meta["row"]``
+    (:func:`schema.join_samples`), so splitting gives back the same rows, byte for byte.
+    """
+
+    lift_meta = False
+
+    def __init__(self, known_domains: list[str] | None = list(schema.DOMAIN_NAMES)) -> None:  # noqa: B006
+        self.known_domains = known_domains
+
+    @staticmethod
+    def sniff(record: Any) -> bool:
+        return isinstance(record, dict) and {"prompt", "response", "system_str"} <= record.keys()
+
+    def read(self, path: Path, *, on_error: OnError = "raise",
+             report: IngestReport | None = None) -> Iterator[Trajectory]:
+        group: list[schema.BenchSample] = []
+        key = b""
+        for line, _, row in records(path, on_error, report):
+            try:
+                sample = schema.parse_row(row, path=str(path), line=line, known_domains=self.known_domains)
+            except DataError as err:
+                skip_or_raise(err, on_error, report)
+                continue
+            k = hashlib.blake2b(orjson.dumps([sample.task, sample.system_str, sample.prompt,
+                                              sample.response])).digest()
+            if group and (k != key or any(s.turn_idx == sample.turn_idx for s in group)):
+                yield self._joined(group, path)
+                group = []
+            key = k
+            group.append(sample)
+        if group:
+            yield self._joined(group, path)
+
+    def _joined(self, group: list[schema.BenchSample], path: Path) -> Trajectory:
+        (traj,) = schema.join_samples(group)
+        meta = getattr(group[0], "meta", None) if self.lift_meta else None
+        if not isinstance(meta, dict):
+            return _sourced(traj, path)
+        extra = {**meta, "source": str(path)}
+        if "source" in meta:
+            extra["origin"] = meta["source"]
+        return _sourced(traj, path, extra)
+
+
+@register_converter("recording")
+class RecordingConverter(BenchConverter):
+    """The recorder's rows: bench rows whose ``meta`` (the recording's) becomes ``Trajectory.meta``.
+
+    The recorder's own ``meta["source"]`` (e.g. ``real``) is kept as ``meta["origin"]``.
+    """
+
+    lift_meta = True
+
+    @staticmethod
+    def sniff(record: Any) -> bool:
+        return BenchConverter.sniff(record) and isinstance(record.get("meta"), dict)
+
+
+class _RowConverter:
+    """Rows validated by a pydantic model, one trajectory per row."""
+
+    def read(self, path: Path, *, on_error: OnError = "raise",
+             report: IngestReport | None = None) -> Iterator[Trajectory]:
+        for line, index, row in records(path, on_error, report):
+            try:
+                traj = self.build(row, path, index)
+            except ValidationError as exc:
+                sid = row.get("id") if isinstance(row, dict) else None
+                skip_or_raise(_invalid(exc, path, line, None if sid is None else str(sid)), on_error, report)
+                continue
+            yield _sourced(traj, path)
+
+    def build(self, row: Any, path: Path, index: int) -> Trajectory:
+        raise NotImplementedError
+
+
+@register_converter("unified")
+class UnifiedConverter(_RowConverter):
+    """``Trajectory.model_dump`` rows, as ``agentworld data convert`` writes them."""
+
+    @staticmethod
+    def sniff(record: Any) -> bool:
+        return isinstance(record, dict) and {"turns", "system_prompt", "domain"} <= record.keys()
+
+    def build(self, row: Any, path: Path, index: int) -> Trajectory:
+        return Trajectory.model_validate(row)
+
+
+class _GenericRow(BaseModel):
+    id: str | int | None = None
+    domain: str | None = None
+    task: str | None = None
+    system: str
+    turns: list[Turn]
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_converter("generic")
+class GenericConverter(_RowConverter):
+    """``{"id"?, "domain"?, "task"?, "system", "turns": [{"action", "observation", "meta"?}], "meta"?}``."""
+
+    def __init__(self, domain: str = "terminal") -> None:
+        self.domain = domain
+
+    @staticmethod
+    def sniff(record: Any) -> bool:
+        return isinstance(record, dict) and {"turns", "system"} <= record.keys()
+
+    def build(self, row: Any, path: Path, index: int) -> Trajectory:
+        rec = _GenericRow.model_validate(row)
+        tid = str(rec.id) if rec.id is not None else f"{path.stem}-{index + 1}"
+        return Trajectory(id=tid, domain=rec.domain or self.domain, task=rec.task, system_prompt=rec.system,
+                          turns=tuple(rec.turns), meta=rec.meta)
+
+
+@register_converter("openai-chat")
+class OpenAIChatConverter:
+    """Chat-completions logs: items that are message lists or objects with ``messages``/``traj``.
+
+    System messages make the system prompt; each assistant ``tool_calls`` entry is an action
+    (compact ``{"tool_name", "arguments"}`` JSON), answered by the ``tool`` message with its
+    ``tool_call_id`` (the observation). User/assistant text is context, kept in the next turn's
+    ``meta["context_before"]`` (after the last turn: ``Trajectory.meta["context_after"]``).
+    Other item keys (``task_id``, ``trial``, ``reward``, ...) go to ``Trajectory.meta``.
+    """
+
+    def __init__(self, domain: str = "mcp") -> None:
+        self.domain = domain
+
+    @staticmethod
+    def sniff(record: Any) -> bool:
+        return isinstance(record, list) or (isinstance(record, dict)
+                                            and ("messages" in record or "traj" in record))
+
+    def read(self, path: Path, *, on_error: OnError = "raise",
+             report: IngestReport | None = None) -> Iterator[Trajectory]:
+        for line, index, item in records(path, on_error, report):
+            extra = {k: v for k, v in item.items() if k not in ("messages", "traj")} \
+                if isinstance(item, dict) else {}
+            tid = _chat_id(extra, path, index)
+            messages = item if isinstance(item, list) else item.get("messages", item.get("traj"))
+            try:
+                system, turns, meta = _chat_turns(messages)
+            except (DataError, TypeError, KeyError, AttributeError) as exc:
+                err = exc if isinstance(exc, DataError) else DataError(f"bad message: {exc!r}")
+                where = f"item {index + 1}: " if line is None else ""
+                skip_or_raise(DataError(where + err.message, path=str(path), line=line, sample_id=tid,
+                                        field=err.field), on_error, report)
+                continue
+            yield Trajectory(id=tid, domain=self.domain, system_prompt=system, turns=turns,
+                             meta={"source": str(path), **extra, **meta})
+
+
+def _chat_id(extra: dict[str, Any], path: Path, index: int) -> str:
+    if "task_id" in extra:
+        return f"{extra['task_id']}-{extra['trial']}" if "trial" in extra else str(extra["task_id"])
+    return str(extra["id"]) if "id" in extra else f"{path.stem}-{index + 1}"
+
+
+def _text(content: Any) -> str:
+    """Message content: a string, null, or a list of parts (their ``text`` joined)."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _action(call: dict[str, Any], field: str) -> tuple[str, str]:
+    fn = call["function"]
+    args = fn.get("arguments") or {}
+    if isinstance(args, str):
+        try:
+            args = orjson.loads(args)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"arguments are not JSON: {exc}", field=f"{field}.function.arguments") from None
+    text = dumps({"tool_name": fn["name"], "arguments": args})
+    return fn["name"], f"**Action:**\n```json\n{text}\n```"
+
+
+def _chat_turns(messages: Any) -> tuple[str, tuple[Turn, ...], dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise DataError("expected a list of messages", field="messages")
+    system: list[str] = []
+    context: list[dict[str, str]] = []
+    pending: dict[str, tuple[str, str, list[dict[str, str]]]] = {}
+    turns: list[Turn] = []
+    for j, msg in enumerate(messages):
+        role, text = msg["role"], _text(msg.get("content"))
+        if role in ("system", "developer"):
+            system.append(text)
+        elif role == "tool":
+            call_id = msg.get("tool_call_id")
+            if call_id not in pending:
+                raise DataError(f"no tool call with id {call_id!r} before it",
+                                field=f"messages[{j}].tool_call_id")
+            name, action, before = pending.pop(call_id)
+            turns.append(Turn(action=action, observation=f"{OBSERVATION_MARKER}\n{text}",
+                              meta={"context_before": before, "tool_call_id": call_id, "tool_name": name}))
+        elif role in ("user", "assistant"):
+            if text:
+                context.append({"role": role, "content": text})
+            for k, call in enumerate(msg.get("tool_calls") or []):
+                name, action = _action(call, f"messages[{j}].tool_calls[{k}]")
+                pending[call["id"]] = (name, action, context)
+                context = []
+        else:
+            raise DataError(f"unknown role {role!r}", field=f"messages[{j}].role")
+    meta: dict[str, Any] = {"context_after": context} if context else {}
+    if pending:
+        meta["unanswered_tool_calls"] = [name for name, _, _ in pending.values()]
+    return "\n\n".join(system), tuple(turns), meta

@@ -1,0 +1,198 @@
+"""Information-theoretic loss masking: train on the turns whose next state carries information.
+
+For each (action, observation) pair, on *content tokens* (tokens with a letter or digit, from the
+configured tokenizer; punctuation is structure, shared by nearly every JSON or shell text, and
+would make everything look familiar), with the observation header and code fences removed:
+
+- ``overlap`` (OL): share of observation tokens whose type occurs in the context (history + action);
+- ``novelty`` (Nov): share of observation token *types* absent from the context;
+- ``jaccard`` (Jac): Jaccard similarity of the action's and the observation's type sets;
+- ``length_ratio`` (R): observation tokens / action tokens (action counted as at least 1);
+- ``repeat`` (not in :class:`TurnStats`): share of the observation's non-blank lines that appear
+  verbatim as lines of earlier observations — repeated screens and listings.
+
+:func:`classify` takes the first matching rule, in this order (thresholds in :class:`MaskThresholds`):
+
+1. ``empty``: no observation tokens at all;
+2. ``error``: the domain's error patterns match (:func:`tokens.is_error`);
+3. ``echo``: the observation restates the action: Jac ≥ 0.6 and R ≤ 2;
+4. ``empty``: nothing beyond the context and short: Nov = 0 and R ≤ 1.5 (a bare prompt after ``cd``);
+5. ``boilerplate``: Nov ≤ 0.1 and repeat ≥ 0.8 (the same screen again);
+6. ``retrieval``: reads back content already in context: OL ≥ 0.6, Nov ≤ 0.2 and R ≥ 2 (a file
+   the agent wrote, a record fetched again after a small change);
+7. ``expansion``: long and new: Nov ≥ 0.2 and R ≥ 2 (a listing, a newly fetched record);
+8. ``state_change``: the rest — short outputs that report what changed.
+
+Each category has a keep ratio (:data:`DEFAULT_KEEP_RATIOS`: 100% for state changes, expansions and
+errors, 30% retrieval, 5% for empty, echo and boilerplate); whether one sample is kept is decided by
+a stable hash of (seed, sample id), so reruns and machines agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentworld.data.process import StepCounter, stable_unit
+from agentworld.data.tokens import content_tokens, get_tokenizer, is_error, observation_body, regex_tokenize
+from agentworld.data.types import MASK_CATEGORIES, LossMask, MaskCategory, TrainSample, TurnStats
+
+DEFAULT_KEEP_RATIOS: dict[str, float] = {
+    "state_change": 1.0, "expansion": 1.0, "error": 1.0, "retrieval": 0.3,
+    "boilerplate": 0.05, "echo": 0.05, "empty": 0.05,
+}
+
+
+class MaskThresholds(BaseModel):
+    """Boundaries of the classification rules (see the module docstring for their order)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    echo_min_jaccard: float = 0.6
+    echo_max_ratio: float = 2.0
+    empty_max_novelty: float = 0.0
+    empty_max_ratio: float = 1.5
+    boilerplate_max_novelty: float = 0.1
+    boilerplate_min_repeat: float = 0.8
+    retrieval_min_overlap: float = 0.6
+    retrieval_max_novelty: float = 0.2
+    retrieval_min_ratio: float = 2.0
+    expansion_min_novelty: float = 0.2
+    expansion_min_ratio: float = 2.0
+
+
+class MaskConfig(BaseModel):
+    """Keep ratio per category (missing ones take the defaults), thresholds and tokenizer name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keep_ratios: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_KEEP_RATIOS))
+    thresholds: MaskThresholds = Field(default_factory=MaskThresholds)
+    tokenizer: str = "regex"
+
+    @field_validator("keep_ratios")
+    @classmethod
+    def _complete(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = set(value) - set(MASK_CATEGORIES)
+        if unknown:
+            raise ValueError(f"unknown categories {sorted(unknown)}; known: {', '.join(MASK_CATEGORIES)}")
+        bad = {k: v for k, v in value.items() if not 0.0 <= v <= 1.0}
+        if bad:
+            raise ValueError(f"keep ratios must be within [0, 1]: {bad}")
+        return {**DEFAULT_KEEP_RATIOS, **value}
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The statistics of one pair, plus ``repeat`` (line-level repetition of earlier observations)."""
+
+    stats: TurnStats
+    repeat: float
+
+
+def _lines(observation: str) -> list[str]:
+    return [line.strip() for line in observation_body(observation).splitlines() if line.strip()]
+
+
+class HistoryContext:
+    """Token types and observation lines of a history, extended turn by turn within a trajectory.
+
+    Samples of one trajectory arrive in order, each history extending the previous one, so the
+    context grows incrementally instead of being re-tokenised for every turn.
+    """
+
+    def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
+        self.tokenize = tokenize
+        self.key: str | None = None
+        self.turns = 0
+        self.types: set[str] = set()
+        self.lines: set[str] = set()
+
+    def tokens(self, text: str, *, observation: bool = False) -> list[str]:
+        return content_tokens(text, self.tokenize, observation=observation)
+
+    def advance(self, key: str | None, history: Sequence[tuple[str, str]]) -> None:
+        if key is None or key != self.key or len(history) < self.turns:
+            self.key, self.turns, self.types, self.lines = key, 0, set(), set()
+        for action, observation in history[self.turns:]:
+            self.types.update(self.tokens(action))
+            self.types.update(self.tokens(observation, observation=True))
+            self.lines.update(_lines(observation))
+        self.turns = len(history)
+
+
+def turn_signals(history: Sequence[tuple[str, str]], action: str, observation: str,
+                 tokenize: Callable[[str], list[str]] = regex_tokenize, *,
+                 context: HistoryContext | None = None, key: str | None = None) -> Signals:
+    """OL, Nov, Jac, R and repeat of one pair (see the module docstring for the definitions)."""
+    ctx = context or HistoryContext(tokenize)
+    ctx.advance(key, history)
+    obs, act = ctx.tokens(observation, observation=True), ctx.tokens(action)
+    obs_types, act_types = set(obs), set(act)
+    known = ctx.types | act_types
+    union = obs_types | act_types
+    lines = _lines(observation)
+    stats = TurnStats(
+        overlap=sum(t in known for t in obs) / len(obs) if obs else 1.0,
+        novelty=len(obs_types - known) / len(obs_types) if obs_types else 0.0,
+        jaccard=len(obs_types & act_types) / len(union) if union else 0.0,
+        length_ratio=len(obs) / max(len(act), 1),
+        obs_tokens=len(obs), action_tokens=len(act))
+    repeat = sum(line in ctx.lines for line in lines) / len(lines) if lines else 0.0
+    return Signals(stats=stats, repeat=repeat)
+
+
+def classify(signals: Signals, observation: str, domain: str,
+             th: MaskThresholds | None = None) -> MaskCategory:
+    """The category of a pair: the first rule of the module docstring that matches."""
+    th = th or MaskThresholds()
+    s = signals.stats
+    if s.obs_tokens == 0:
+        return "empty"
+    if is_error(observation, domain):
+        return "error"
+    if s.jaccard >= th.echo_min_jaccard and s.length_ratio <= th.echo_max_ratio:
+        return "echo"
+    if s.novelty <= th.empty_max_novelty and s.length_ratio <= th.empty_max_ratio:
+        return "empty"
+    if s.novelty <= th.boilerplate_max_novelty and signals.repeat >= th.boilerplate_min_repeat:
+        return "boilerplate"
+    if (s.overlap >= th.retrieval_min_overlap and s.novelty <= th.retrieval_max_novelty
+            and s.length_ratio >= th.retrieval_min_ratio):
+        return "retrieval"
+    if s.novelty >= th.expansion_min_novelty and s.length_ratio >= th.expansion_min_ratio:
+        return "expansion"
+    return "state_change"
+
+
+def mask(samples: Iterable[TrainSample], config: MaskConfig | None = None, seed: int = 0,
+         stats: StepCounter | None = None) -> Iterator[TrainSample]:
+    """Attach a :class:`LossMask` to every sample (none is dropped; exports decide what to do).
+
+    The keep decision is ``stable_unit(seed, "mask", sample.id) < keep_ratios[category]``.
+    Details counted: samples per category and ``<category>.kept``.
+    """
+    config = config or MaskConfig()
+    tally = stats if stats is not None else StepCounter("mask")
+    context = HistoryContext(get_tokenizer(config.tokenizer))
+    for sample in samples:
+        tally.inputs += 1
+        signals = turn_signals(sample.history, sample.action, sample.observation, context=context,
+                               key=sample.trajectory_id)
+        category = classify(signals, sample.observation, sample.domain, config.thresholds)
+        ratio = config.keep_ratios[category]
+        keep = stable_unit(seed, "mask", sample.id) < ratio
+        tally.details[category] += 1
+        tally.details[f"{category}.kept"] += keep
+        tally.outputs += 1
+        yield sample.model_copy(update={"mask": LossMask(category=category, keep=keep, keep_ratio=ratio,
+                                                         stats=signals.stats)})
+
+
+def category_shares(counts: dict[str, Any]) -> dict[str, float]:
+    """Share of samples per category from a mask step's details (categories in canonical order)."""
+    total = sum(int(counts.get(c, 0)) for c in MASK_CATEGORIES)
+    return {c: int(counts.get(c, 0)) / total for c in MASK_CATEGORIES} if total else {}

@@ -1,0 +1,283 @@
+"""The streaming pipeline: inputs → trajectory steps → expand → sample steps → export, from one config.
+
+A :class:`PipelineConfig` (YAML or JSON) names the inputs, the ordered steps with their options,
+the mask and split settings and the output. :func:`run_pipeline` pulls samples through the chain
+one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample),
+writes the output through :func:`agentworld.data.export.export` (or, for the ``samples`` format,
+TrainSample JSONL itself), and writes ``stats.json`` beside it. Both files are replaced
+atomically, so a rerun overwrites cleanly and a crash leaves the previous run's files.
+
+Example config::
+
+    inputs:
+      - {path: corpus/terminal.jsonl}                 # format: auto
+      - {path: logs/tau.json, format: openai-chat, on_error: skip}
+    steps: [skip_retry_cycles, {name: drop_no_change, options: {domains: [web, android]}},
+            expand, dedup, mask, split]
+    mask: {keep_ratios: {retrieval: 0.5}}
+    split: {eval_fraction: 0.1, key: source}
+    output: {format: trl, path: out/train.jsonl}
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from rich.console import Console
+from rich.table import Table
+
+from agentworld.data import process as proc
+from agentworld.data.ingest import IngestReport, ingest
+from agentworld.data.masking import MaskConfig, mask
+from agentworld.data.process import DatasetStats, StepCounter, expand
+from agentworld.data.types import StepStats, TrainSample
+from agentworld.errors import DataError
+from agentworld.io import atomic_write_text, dumps
+
+TRAJECTORY_STEPS: dict[str, Callable[..., Iterator[Any]]] = {
+    "skip_retry_cycles": proc.skip_retry_cycles, "drop_no_change": proc.drop_no_change}
+SAMPLE_STEPS: dict[str, Callable[..., Iterator[Any]]] = {
+    "dedup": proc.dedup, "mask": mask, "split": proc.split_by_source}
+CONFIGURED_ELSEWHERE = {"mask": "mask", "split": "split"}
+"""Steps whose settings live in their own config section, not in ``options``."""
+DEFAULT_STEPS = ["skip_retry_cycles", "drop_no_change", "expand", "dedup", "mask", "split"]
+
+
+class InputSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: Path
+    format: str = "auto"
+    on_error: Literal["raise", "skip"] = "raise"
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Converter constructor options (e.g. ``domain`` for ``openai-chat``/``generic``)."""
+
+
+class StepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _known(self) -> StepSpec:
+        fn = TRAJECTORY_STEPS.get(self.name) or SAMPLE_STEPS.get(self.name)
+        if fn is None and self.name != "expand":
+            raise ValueError(f"unknown step {self.name!r}; known: "
+                             f"{', '.join([*TRAJECTORY_STEPS, 'expand', *SAMPLE_STEPS])}")
+        if self.options and (fn is None or self.name in CONFIGURED_ELSEWHERE):
+            hint = f" (use the {self.name!r} section)" if self.name in CONFIGURED_ELSEWHERE else ""
+            raise ValueError(f"step {self.name!r} takes no options here{hint}")
+        allowed = set(inspect.signature(fn).parameters) - {"trajs", "samples", "stats"} if fn else set()
+        unknown = set(self.options) - allowed
+        if unknown:
+            raise ValueError(f"unknown option(s) {sorted(unknown)} for {self.name!r}; "
+                             f"allowed: {sorted(allowed)}")
+        return self
+
+
+class SplitConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    eval_fraction: float = Field(0.1, ge=0.0, le=1.0)
+    key: str = "source"
+    """What stays on one side: ``source``, ``trajectory_id``, ``task``, ``domain`` or ``meta.<name>``."""
+
+
+class OutputSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = "samples"
+    path: Path
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Passed to ``export`` (e.g. ``keep_masked``, ``tokenizer``, ``style``)."""
+
+
+class PipelineConfig(BaseModel):
+    """Everything one run needs; relative paths in a file are relative to that file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[InputSpec] = Field(min_length=1)
+    steps: list[StepSpec] = Field(default_factory=lambda: [StepSpec(name=n) for n in DEFAULT_STEPS])
+    mask: MaskConfig = Field(default_factory=MaskConfig)
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    output: OutputSpec
+    seed: int = 0
+
+    @field_validator("steps")
+    @classmethod
+    def _ordered(cls, steps: list[StepSpec]) -> list[StepSpec]:
+        names = [s.name for s in steps]
+        if names.count("expand") > 1:
+            raise ValueError("'expand' may appear once")
+        if "expand" not in names:  # trajectory steps first, then the expansion
+            at = sum(1 for n in names if n in TRAJECTORY_STEPS)
+            steps = [*steps[:at], StepSpec(name="expand"), *steps[at:]]
+            names = [s.name for s in steps]
+        pivot = names.index("expand")
+        for i, name in enumerate(names):
+            if (i < pivot) != (name in TRAJECTORY_STEPS) and name != "expand":
+                side, kind = ("before", "trajectories") if name in TRAJECTORY_STEPS else ("after", "samples")
+                raise ValueError(f"step {name!r} works on {kind}: put it {side} 'expand'")
+        return steps
+
+    @classmethod
+    def load(cls, path: str | Path) -> PipelineConfig:
+        """Read a YAML/JSON config; errors name the file and the field (``steps.2.options``)."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise DataError(f"cannot read config: {exc.strerror}", path=str(path)) from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise DataError(f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", path=str(path),
+                            line=mark.line + 1 if mark else None) from None
+        try:
+            config = cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(map(str, err["loc"])) or None
+            raise DataError(err["msg"], path=str(path), field=field) from None
+        return config.relative_to(path.parent)
+
+    def relative_to(self, base: Path) -> PipelineConfig:
+        """A copy whose relative input/output paths are taken from ``base``."""
+        inputs = [i.model_copy(update={"path": base / i.path}) for i in self.inputs]
+        output = self.output.model_copy(update={"path": base / self.output.path})
+        return self.model_copy(update={"inputs": inputs, "output": output})
+
+
+# -- running -----------------------------------------------------------------------------------------
+
+class PipelineReport(BaseModel):
+    steps: list[StepStats]
+    ingest: list[IngestReport]
+    dataset: DatasetStats
+    output: dict[str, Any]
+    elapsed_s: float
+
+
+def _trajectories(config: PipelineConfig, reports: list[IngestReport]) -> Iterator[Any]:
+    for spec in config.inputs:
+        report = IngestReport()
+        reports.append(report)
+        yield from ingest(spec.path, spec.format, on_error=spec.on_error, report=report, **spec.options)
+
+
+def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None = None,
+                 reports: list[IngestReport] | None = None) -> Iterator[TrainSample]:
+    """The configured chain as one lazy iterator of final samples (for scale-out and custom sinks).
+
+    ``counters``/``reports``, when given, are filled with one tally per step and per input.
+    """
+    stream: Iterator[Any] = _trajectories(config, reports if reports is not None else [])
+    for spec in config.steps:
+        counter = StepCounter(spec.name)
+        if counters is not None:
+            counters.append(counter)
+        if spec.name == "expand":
+            stream = expand(stream, counter)
+        elif spec.name == "mask":
+            stream = mask(stream, config.mask, config.seed, counter)
+        elif spec.name == "split":
+            split = config.split
+            stream = proc.split_by_source(stream, split.eval_fraction, config.seed, counter, key=split.key)
+        else:
+            stream = {**TRAJECTORY_STEPS, **SAMPLE_STEPS}[spec.name](stream, counter, **spec.options)
+    return stream
+
+
+def write_jsonl_stream(path: Path, rows: Iterable[Any]) -> int:
+    """Write rows one by one into a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    n = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(dumps(row) + "\n")
+                n += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n
+
+
+def _write_output(samples: Iterable[TrainSample], spec: OutputSpec) -> dict[str, Any]:
+    if spec.format == "samples":
+        rows = write_jsonl_stream(spec.path, (s.model_dump(mode="json") for s in samples))
+        return {"format": "samples", "out": str(spec.path), "rows": rows}
+    try:
+        from agentworld.data.export import export
+    except ImportError:
+        raise DataError(f"format {spec.format!r} needs agentworld.data.export; use 'samples'",
+                        field="output.format") from None
+    try:
+        return export(samples, spec.format, spec.path, **spec.options).model_dump(mode="json")
+    except ValueError as exc:
+        raise DataError(str(exc), field="output") from None
+
+
+def _progress(samples: Iterator[TrainSample], console: Console) -> Iterator[TrainSample]:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.completed} samples"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("pipeline")
+        for sample in samples:
+            bar.advance(task)
+            yield sample
+
+
+def run_pipeline(config: PipelineConfig, *, progress: bool = True,
+                 console: Console | None = None) -> PipelineReport:
+    """Run the whole chain, write the output and ``stats.json``, print the per-step table."""
+    console = console or Console(stderr=True)
+    start = time.monotonic()
+    counters: list[StepCounter] = []
+    reports: list[IngestReport] = []
+    dataset = DatasetStats()
+    samples = (dataset.add(s) for s in iter_samples(config, counters=counters, reports=reports))
+    output = _write_output(_progress(samples, console) if progress else samples, config.output)
+    ingested = sum(r.trajectories for r in reports)
+    skipped = sum(r.skipped for r in reports)
+    steps = [StepStats(step="ingest", inputs=ingested + skipped, outputs=ingested, dropped=skipped),
+             *(c.stats() for c in counters)]
+    report = PipelineReport(steps=steps, ingest=reports, dataset=dataset, output=output,
+                            elapsed_s=round(time.monotonic() - start, 3))
+    out = config.output.path
+    stats_path = (out if out.is_dir() else out.parent) / "stats.json"
+    atomic_write_text(stats_path, report.model_dump_json(indent=2) + "\n")
+    stats_path.chmod(0o644)
+    console.print(steps_table(steps))
+    return report
+
+
+def steps_table(steps: list[StepStats]) -> Table:
+    """The per-step accounting as a rich table."""
+    table = Table(title="pipeline steps")
+    for column in ("step", "in", "out", "dropped", "details"):
+        table.add_column(column, justify="right" if column in ("in", "out", "dropped") else "left")
+    for s in steps:
+        details = ", ".join(f"{k}={v}" for k, v in s.details.items())
+        table.add_row(s.step, str(s.inputs), str(s.outputs), str(s.dropped), details)
+    return table

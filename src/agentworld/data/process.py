@@ -1,0 +1,291 @@
+"""Processing steps: small functions over iterators, each tallying what it did in a :class:`StepCounter`.
+
+Trajectory steps (:func:`skip_retry_cycles`, :func:`drop_no_change`) clean whole trajectories
+before :func:`expand` turns each into turn-level :class:`TrainSample` records; sample steps
+(:func:`dedup`, :func:`split_by_source`, and :func:`agentworld.data.masking.mask`) follow. Every
+step keeps one trajectory (or sample) in memory at a time.
+
+Sample ``meta`` is the turn's ``meta`` (``row``: the AgentWorldBench row details kept by ingest;
+``context_before`` etc.) plus ``trajectory``: the trajectory's ``meta`` without ``source`` (which
+is a field of its own). :func:`samples_to_bench_rows` turns samples back into bench rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, Field
+
+from agentworld.data.tokens import content_tokens, is_error, normalise_action, observation_body
+from agentworld.data.types import MASK_CATEGORIES, StepStats, TrainSample
+from agentworld.schema import Trajectory, Turn, split_trajectory
+
+GUI_DOMAINS: tuple[str, ...] = ("android", "web", "os")
+
+
+class StepCounter:
+    """Mutable tally of one step, filled while its iterator is consumed; :meth:`stats` freezes it."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+        self.inputs = 0
+        self.outputs = 0
+        self.dropped = 0
+        self.details: Counter[str] = Counter()
+
+    def stats(self) -> StepStats:
+        return StepStats(step=self.step, inputs=self.inputs, outputs=self.outputs, dropped=self.dropped,
+                         details=dict(self.details))
+
+
+def _tally(stats: StepCounter | None, step: str) -> StepCounter:
+    return stats if stats is not None else StepCounter(step)
+
+
+def stable_unit(*parts: object) -> float:
+    """A uniform number in [0, 1) from ``parts``: the same on every machine and run (not ``hash``)."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def _with_turns(traj: Trajectory, turns: list[Turn], step: str, removed: int) -> Trajectory:
+    """``traj`` with ``turns`` kept; saved row ids/lengths are dropped so they are renumbered on export."""
+    if not removed:
+        return traj
+    renumbered = []
+    for turn in turns:
+        row = turn.meta.get("row")
+        if isinstance(row, dict):
+            row = {k: v for k, v in row.items() if k not in ("id", "total_turns")}
+            turn = turn.model_copy(update={"meta": {**turn.meta, "row": row}})
+        renumbered.append(turn)
+    cleaned = {**traj.meta.get("cleaned", {}), step: removed}
+    return traj.model_copy(update={"turns": tuple(renumbered), "meta": {**traj.meta, "cleaned": cleaned}})
+
+
+def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = None) -> Iterator[Trajectory]:
+    """Drop failed attempts that the agent simply repeated, keeping the last attempt.
+
+    Rule: turn *i* is dropped when its observation is an error (:func:`tokens.is_error` for the
+    trajectory's domain) and turn *i+1* sends the same normalised action
+    (:func:`tokens.normalise_action`). A run ``A(err) A(err) A(ok)`` keeps only the last ``A``;
+    so does ``A(err) A(err)`` (the last attempt is what the trajectory continued from).
+
+    Why state continuity holds: an error observation means the command did not change the
+    environment, so the state before turn *i+1* is the state before turn *i*. Limits: a command
+    that failed *after* a side effect (wrote half a file, then errored) loses that effect from the
+    history; retries with an edited action (a fixed typo) are not cycles and are kept.
+    """
+    tally = _tally(stats, "skip_retry_cycles")
+    for traj in trajs:
+        tally.inputs += 1
+        turns = traj.turns
+        keys = [normalise_action(t.action) for t in turns]
+        retried = [i + 1 < len(turns) and keys[i] == keys[i + 1] and is_error(t.observation, traj.domain)
+                   for i, t in enumerate(turns)]
+        kept = [t for t, failed in zip(turns, retried, strict=True) if not failed]
+        removed = len(turns) - len(kept)
+        tally.details["turns_in"] += len(turns)
+        tally.details["turns_dropped"] += removed
+        tally.details["trajectories_changed"] += bool(removed)
+        tally.outputs += 1
+        yield _with_turns(traj, kept, "retry_cycles", removed)
+
+
+def drop_no_change(trajs: Iterable[Trajectory], stats: StepCounter | None = None,
+                   domains: Collection[str] = GUI_DOMAINS) -> Iterator[Trajectory]:
+    """In GUI domains, drop turns whose observation equals the previous one (a latency artefact).
+
+    A screen that did not change after an action usually means the UI had not caught up, not
+    that the action does nothing; training on it teaches the model to predict "nothing happens".
+    Observations are compared without the observation header and surrounding whitespace. The
+    first turn is always kept; other domains pass through untouched (an unchanged terminal
+    screen is real information there).
+    """
+    tally = _tally(stats, "drop_no_change")
+    for traj in trajs:
+        tally.inputs += 1
+        tally.outputs += 1
+        if traj.domain not in domains:
+            yield traj
+            continue
+        kept: list[Turn] = []
+        previous: str | None = None
+        for turn in traj.turns:
+            body = observation_body(turn.observation).strip()
+            if body != previous:
+                kept.append(turn)
+            previous = body
+        removed = len(traj.turns) - len(kept)
+        tally.details["turns_dropped"] += removed
+        yield _with_turns(traj, kept, "no_change", removed)
+
+
+def expand(trajs: Iterable[Trajectory], stats: StepCounter | None = None) -> Iterator[TrainSample]:
+    """One :class:`TrainSample` per turn: predict its observation from system, earlier turns, action."""
+    tally = _tally(stats, "expand")
+    for traj in trajs:
+        tally.inputs += 1
+        pairs = [(t.action, t.observation) for t in traj.turns]
+        source = str(traj.meta.get("source", ""))
+        traj_meta = {k: v for k, v in traj.meta.items() if k != "source"}
+        if not pairs:
+            tally.details["empty_trajectories"] += 1
+        for i, turn in enumerate(traj.turns, start=1):
+            meta = {**turn.meta, "trajectory": traj_meta} if traj_meta else dict(turn.meta)
+            tally.outputs += 1
+            yield TrainSample(id=f"{traj.id}-t{i}", trajectory_id=traj.id, turn=i, domain=traj.domain,
+                              task=traj.task, source=source, system=traj.system_prompt,
+                              history=pairs[: i - 1], action=turn.action, observation=turn.observation,
+                              total_turns=len(pairs), meta=meta)
+
+
+def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
+    """Drop samples whose system, history, action and observation were all seen before.
+
+    Memory: one 16-byte digest per distinct sample (not the samples themselves).
+    """
+    tally = _tally(stats, "dedup")
+    seen: set[bytes] = set()
+    for sample in samples:
+        tally.inputs += 1
+        content = orjson.dumps([sample.system, sample.history, sample.action, sample.observation])
+        key = hashlib.blake2b(content, digest_size=16).digest()
+        if key in seen:
+            tally.dropped += 1
+            continue
+        seen.add(key)
+        tally.outputs += 1
+        yield sample
+
+
+def _split_key(sample: TrainSample, key: str) -> str:
+    if key.startswith("meta."):
+        return str(sample.meta.get("trajectory", {}).get(key[5:], ""))
+    return str(getattr(sample, key))
+
+
+def split_by_source(samples: Iterable[TrainSample], eval_fraction: float = 0.1, seed: int = 0,
+                    stats: StepCounter | None = None, key: str = "source") -> Iterator[TrainSample]:
+    """Mark each sample ``train`` or ``eval``; everything of one source lands on the same side.
+
+    A source goes to eval when ``stable_unit(seed, source) < eval_fraction``, so the split needs no
+    pass over the data, is the same on every run and machine, and never leaks turns of one file
+    (or recorder run) into both sides. ``key`` may name another field to group by
+    (``trajectory_id``, ``task``, ``domain``) or ``meta.<name>`` of the trajectory meta.
+    """
+    tally = _tally(stats, "split")
+    for sample in samples:
+        tally.inputs += 1
+        side = "eval" if stable_unit(seed, _split_key(sample, key)) < eval_fraction else "train"
+        tally.details[side] += 1
+        tally.outputs += 1
+        yield sample.model_copy(update={"split": side})
+
+
+def samples_to_bench_rows(samples: Iterable[TrainSample]) -> Iterator[dict[str, Any]]:
+    """AgentWorldBench rows of samples (consecutive samples of a trajectory form one group).
+
+    Ingested bench rows come back exactly (ids, key order, unknown fields: ``meta["row"]``).
+    Each row carries the trajectory's action/observation lists, rebuilt from the group's histories;
+    turns after the group's last sample are unknown and so absent from the lists.
+    """
+    for group in _trajectory_groups(samples):
+        pairs: dict[int, tuple[str, str]] = {}
+        for sample in group:
+            pairs.update((i, p) for i, p in enumerate(sample.history, start=1) if i not in pairs)
+            pairs[sample.turn] = (sample.action, sample.observation)
+        metas = {s.turn: s.meta for s in group}
+        n = max(pairs)
+        turns = tuple(Turn(action=pairs.get(i, ("", ""))[0], observation=pairs.get(i, ("", ""))[1],
+                           meta=_row_meta(metas.get(i, {}))) for i in range(1, n + 1))
+        first = group[0]
+        traj = Trajectory(id=first.trajectory_id, domain=first.domain, task=first.task,
+                          system_prompt=first.system, turns=turns)
+        rows = split_trajectory(traj)
+        for sample in group:
+            row = rows[sample.turn - 1].to_row()
+            saved = sample.meta.get("row")
+            if not isinstance(saved, dict):  # no remembered row: the sample's own id and length are the truth
+                row.update(id=sample.id, total_turns=sample.total_turns)
+            elif "total_turns" not in saved and "total_turns" in row:
+                row["total_turns"] = sample.total_turns
+            yield row
+
+
+def _trajectory_groups(samples: Iterable[TrainSample]) -> Iterator[list[TrainSample]]:
+    """Runs of samples of one trajectory; a repeated turn number starts a new run (a duplicate)."""
+    group: list[TrainSample] = []
+    turns: set[int] = set()
+    for sample in samples:
+        if group and (sample.trajectory_id != group[-1].trajectory_id or sample.turn in turns):
+            yield group
+            group, turns = [], set()
+        group.append(sample)
+        turns.add(sample.turn)
+    if group:
+        yield group
+
+
+def _row_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    return {"row": meta["row"]} if isinstance(meta.get("row"), dict) else {}
+
+
+# -- dataset statistics ----------------------------------------------------------------------------
+
+HIST_EDGES: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+class Histogram(BaseModel):
+    """Counts per power-of-two bin: bin *i* holds ``edges[i] <= n < edges[i+1]`` (the last is open)."""
+
+    edges: list[int] = Field(default_factory=lambda: list(HIST_EDGES))
+    counts: list[int] = Field(default_factory=lambda: [0] * len(HIST_EDGES))
+    total: int = 0
+    max: int = 0
+
+    def add(self, n: int) -> None:
+        self.counts[max(i for i, e in enumerate(self.edges) if n >= e)] += 1
+        self.total += n
+        self.max = max(self.max, n)
+
+
+class DatasetStats(BaseModel):
+    """Counts per domain, mask categories, splits and token-length histograms of a sample stream."""
+
+    samples: int = 0
+    trajectories: int = 0
+    domains: dict[str, int] = Field(default_factory=dict)
+    categories: dict[str, int] = Field(default_factory=dict)
+    kept: dict[str, int] = Field(default_factory=dict)
+    splits: dict[str, int] = Field(default_factory=dict)
+    action_tokens: Histogram = Field(default_factory=Histogram)
+    observation_tokens: Histogram = Field(default_factory=Histogram)
+    _last: str | None = None
+
+    def add(self, sample: TrainSample) -> TrainSample:
+        """Count ``sample`` (and pass it on, so this can sit inside a stream)."""
+        self.samples += 1
+        if sample.trajectory_id != self._last or sample.turn == 1:
+            self.trajectories += 1
+        self._last = sample.trajectory_id
+        self.domains[sample.domain] = self.domains.get(sample.domain, 0) + 1
+        stats = sample.mask.stats if sample.mask else None
+        self.action_tokens.add(stats.action_tokens if stats else len(content_tokens(sample.action)))
+        self.observation_tokens.add(stats.obs_tokens if stats else
+                                    len(content_tokens(sample.observation, observation=True)))
+        if sample.mask is not None:
+            cat = sample.mask.category
+            self.categories[cat] = self.categories.get(cat, 0) + 1
+            self.kept[cat] = self.kept.get(cat, 0) + int(sample.mask.keep)
+        if sample.split is not None:
+            self.splits[sample.split] = self.splits.get(sample.split, 0) + 1
+        return sample
+
+    def shares(self) -> dict[str, float]:
+        total = sum(self.categories.values())
+        return {c: self.categories.get(c, 0) / total for c in MASK_CATEGORIES} if total else {}

@@ -1,0 +1,132 @@
+"""Text signals shared by cleaning and masking: a tokenizer, action/observation bodies, error patterns.
+
+The statistics of :mod:`agentworld.data.masking` and the retry detection of
+:mod:`agentworld.data.process` must agree on what a "token", an "action" and an "error" are, so
+both read them from here.
+
+Tokenizer: the default ``regex`` tokenizer splits text into words (letters, digits and ``_``, with
+inner ``. / ~ -`` kept, so paths, versions, ids and decimals are one token), paths starting with
+``/ . ~ -`` (``/root``, ``../x``, ``-la``) and single punctuation marks. It is deterministic,
+language-free and fast; a subword tokenizer can be plugged in with :func:`register_tokenizer`
+(or ``"hf:<name or path>"``, which loads a local ``transformers`` tokenizer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+import orjson
+
+from agentworld.schema import OBSERVATION_MARKER
+
+Tokenizer = Callable[[str], list[str]]
+
+_WORD = r"\w+(?:[./~-]+\w+)*"
+TOKEN_RE = re.compile(rf"{_WORD}|[./~-]+{_WORD}|[^\w\s]")
+_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def regex_tokenize(text: str) -> list[str]:
+    """Words, numbers, paths and punctuation (see the module docstring); case is kept."""
+    return TOKEN_RE.findall(text)
+
+
+def register_tokenizer(name: str, fn: Tokenizer) -> None:
+    """Make ``fn`` selectable by name in :class:`~agentworld.data.masking.MaskConfig`."""
+    _TOKENIZERS[name] = fn
+
+
+def get_tokenizer(name: str = "regex") -> Tokenizer:
+    """The tokenizer called ``name``: ``regex``, ``whitespace``, a registered one, or ``hf:<model>``."""
+    if name in _TOKENIZERS:
+        return _TOKENIZERS[name]
+    if name.startswith("hf:"):
+        from transformers import AutoTokenizer  # optional: only for subword statistics
+
+        tok = AutoTokenizer.from_pretrained(name[3:], local_files_only=True)
+        _TOKENIZERS[name] = tok.tokenize
+        return _TOKENIZERS[name]
+    raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(sorted(_TOKENIZERS))}, hf:<model>")
+
+
+register_tokenizer("regex", regex_tokenize)
+register_tokenizer("whitespace", str.split)
+
+# -- action and observation text -------------------------------------------------------------------
+
+_MARKUP_RE = re.compile(r"\*\*(?:Action|Current State|Environment Observation):\*\*|^```\w*$", re.M)
+
+
+def observation_body(text: str) -> str:
+    """The observation without its ``**Environment Observation:**`` header (framing, not content)."""
+    text = text.lstrip()
+    if text.startswith(OBSERVATION_MARKER):
+        text = text[len(OBSERVATION_MARKER):]
+    return text.strip("\n")
+
+
+def strip_markup(text: str) -> str:
+    """Drop the bench framing (section headers, code fences) so it does not count as shared content."""
+    return _MARKUP_RE.sub(" ", text)
+
+
+def content_tokens(text: str, tokenize: Callable[[str], list[str]] = regex_tokenize, *,
+                   observation: bool = False) -> list[str]:
+    """Tokens with a letter or digit, the bench framing (and observation header) removed first."""
+    text = strip_markup(observation_body(text) if observation else text)
+    return [t for t in tokenize(text) if any(c.isalnum() for c in t)]
+
+
+def normalise_action(text: str) -> str:
+    """The command an action sends, comparable across retries.
+
+    Only the part after the last ``**Action:**`` header counts (the first turn also carries the
+    current state); code fences are dropped; JSON is re-serialised with sorted keys; any other
+    text has its whitespace collapsed.
+    """
+    body = text.rsplit("**Action:**", 1)[-1]
+    body = re.sub(r"^```\w*$", "", body, flags=re.M).strip()
+    try:
+        return orjson.dumps(orjson.loads(body), option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONDecodeError:
+        return " ".join(body.split())
+
+
+# -- error patterns ------------------------------------------------------------------------------
+
+COMMON_ERRORS: tuple[str, ...] = (
+    r"Traceback \(most recent call last\)",
+    r"^\s*\w*(?:Error|Exception):",
+    r'"error"\s*:(?!\s*(?:null|false|""|\[\]|\{\}))',
+)
+SHELL_ERRORS: tuple[str, ...] = (
+    r"command not found", r"No such file or directory", r"Permission denied", r"syntax error",
+    r"Segmentation fault", r"^bash: ",
+)
+ERROR_PATTERNS: dict[str, tuple[str, ...]] = {
+    "terminal": COMMON_ERRORS + SHELL_ERRORS,
+    "os": COMMON_ERRORS + SHELL_ERRORS,
+    "swe": COMMON_ERRORS + SHELL_ERRORS,
+    "mcp": (*COMMON_ERRORS, r"^\s*(?i:error)\b"),
+    "search": COMMON_ERRORS,
+    "web": (*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
+    "android": (*COMMON_ERRORS, r"has stopped", r"isn't responding"),
+}
+"""Per-domain regular expressions (compiled with ``re.M``) marking an observation as an error."""
+
+
+@lru_cache(maxsize=64)
+def _error_re(domain: str, patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.M)
+
+
+def is_error(observation: str, domain: str) -> bool:
+    """Whether ``observation`` reports a failure, by the patterns of ``domain`` (common ones if unknown).
+
+    A pattern match is evidence, not proof: a file that merely *contains* ``Error:`` reads as an
+    error too. Both cleaning and masking accept that bias (errors keep their loss by default).
+    """
+    patterns = ERROR_PATTERNS.get(domain, COMMON_ERRORS)
+    return bool(_error_re(domain, patterns).search(observation_body(observation)))

@@ -1,0 +1,193 @@
+"""Scale-out (agentworld.data.scale): sharded runs give the sequential run's output, byte for byte.
+
+Most cases run the shards inline (same planning, worker and merge code, no process start-up);
+one case per path uses real worker processes, and one a local Ray instance (skipped without Ray).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from agentworld.corpus import corpus_path
+from agentworld.data import process as proc
+from agentworld.data import scale
+from agentworld.data.ingest import ingest
+from agentworld.data.pipeline import PipelineConfig, PipelineReport, run_pipeline
+from agentworld.errors import DataError
+
+SMALL = 1 << 14  # shard size floor for tests: the corpus (2.5 MB) becomes many shards
+
+
+def _config(inputs: list[dict[str, Any]], out: Path, fmt: str = "samples", **extra: Any) -> PipelineConfig:
+    return PipelineConfig.model_validate({"inputs": inputs, "output": {"format": fmt, "path": out}, **extra})
+
+
+def _comparable(report: PipelineReport) -> dict[str, Any]:
+    data = report.model_dump(mode="json", exclude={"elapsed_s"})
+    data["output"] = {k: v for k, v in data["output"].items() if k not in ("out", "files")}
+    return data
+
+
+def _both(tmp_path: Path, inputs: list[dict[str, Any]], fmt: str = "samples", *, processes: int = 0,
+          **extra: Any) -> tuple[bytes, bytes, PipelineReport, PipelineReport]:
+    """Run sequentially and sharded (inline when ``processes`` is 0); return both outputs and reports."""
+    seq = _config(inputs, tmp_path / "seq" / "out.jsonl", fmt, **extra)
+    par = _config(inputs, tmp_path / "par" / "out.jsonl", fmt, **extra)
+    a = run_pipeline(seq, progress=False)
+    if processes:
+        b = scale.run_parallel(par, processes, min_shard_bytes=SMALL, quiet=True)
+    else:
+        b = scale.execute(par, scale._inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
+    return seq.output.path.read_bytes(), par.output.path.read_bytes(), a, b
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _write_rows(path: Path, rows: list[Any], raw_lines: dict[int, bytes] | None = None) -> Path:
+    lines = [orjson.dumps(r) for r in rows]
+    for at, raw in sorted((raw_lines or {}).items(), reverse=True):
+        lines.insert(at, raw)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def test_real_corpus_processes_identical(tmp_path: Path) -> None:
+    """Two worker processes, bench export: same bytes and same stats as the single-process run."""
+    out_a, out_b, a, b = _both(tmp_path, [{"path": str(corpus_path("terminal"))}], "agentworld-bench",
+                               processes=2)
+    assert out_a == out_b
+    assert out_a == corpus_path("terminal").read_bytes()  # the bench export round-trips the corpus
+    assert _comparable(a) == _comparable(b)
+    stats = [orjson.loads((tmp_path / side / "stats.json").read_bytes()) for side in ("seq", "par")]
+    assert stats[0]["dataset"] == stats[1]["dataset"]
+
+
+@pytest.mark.parametrize("fmt", ["samples", "trl", "ms-swift", "llama-factory"])
+def test_real_corpus_formats_identical(tmp_path: Path, fmt: str) -> None:
+    out_a, out_b, a, b = _both(tmp_path, [{"path": str(corpus_path("terminal"))}], fmt)
+    assert out_a == out_b and out_a
+    assert _comparable(a) == _comparable(b)
+    if fmt == "llama-factory":
+        assert (tmp_path / "par" / "dataset_info.json").read_bytes() == \
+            (tmp_path / "seq" / "dataset_info.json").read_bytes()
+
+
+def test_multi_file_with_duplicates_bad_lines_and_idless_records(tmp_path: Path) -> None:
+    """Three inputs in two formats: cross-file duplicates, skipped bad lines, index-named records."""
+    rows = _rows(corpus_path("terminal"))
+    first = _write_rows(tmp_path / "a.jsonl", rows[:200], {5: b"", 60: b"{not json", 150: b"   "})
+    second = _write_rows(tmp_path / "b.jsonl", rows[150:])  # rows 150..199 repeat: dedup across shards
+    generic = []
+    for i in range(400):  # id-less: ids come from the record index, so offsets must be exact
+        turns = [{"action": f"echo {i % 37} {j}", "observation": f"out {i % 37} {j}\n" * (i % 5 + 1)}
+                 for j in range(3)]
+        generic.append({"system": "You are a shell.", "turns": turns})
+    third = _write_rows(tmp_path / "c.jsonl", generic, {100: b"[broken", 300: b""})
+    inputs = [{"path": str(first), "on_error": "skip"}, {"path": str(second)},
+              {"path": str(third), "format": "generic", "on_error": "skip"}]
+    out_a, out_b, a, b = _both(tmp_path, inputs, processes=2)
+    assert out_a == out_b
+    assert _comparable(a) == _comparable(b)
+    dedup = next(s for s in b.steps if s.step == "dedup")
+    assert dedup.dropped > 0
+    assert [i.line for r in b.ingest for i in r.issues] == [62, 101]
+
+
+def test_shard_cuts_fall_between_trajectories(tmp_path: Path) -> None:
+    """Every cut sits where the previous row's trajectory ends and a different one begins."""
+    path = corpus_path("terminal")
+    config = _config([{"path": str(path)}], tmp_path / "out.jsonl")
+    plan = scale.plan_shards(config, 40, min_shard_bytes=1)
+    assert len(plan) > 20
+    data = path.read_bytes()
+    assert [s.start for s in plan[1:]] == [s.end for s in plan[:-1]]
+    assert plan[0].start == 0 and plan[-1].end == len(data)
+    for shard in plan[1:]:
+        before = orjson.loads(data[:shard.start].splitlines()[-1])
+        after = orjson.loads(data[shard.start:].split(b"\n", 1)[0])
+        assert before["id"].rpartition("-t")[0] != after["id"].rpartition("-t")[0]
+        assert after["turn_idx"] == 1
+
+
+def test_long_trajectory_is_never_split(tmp_path: Path) -> None:
+    """A cut aimed inside one long trajectory moves to its end: the trajectory stays whole."""
+    rows = _rows(corpus_path("terminal"))
+    by_traj: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_traj.setdefault(row["id"].rpartition("-t")[0], []).append(row)
+    longest = max(by_traj.values(), key=len)
+    path = _write_rows(tmp_path / "in.jsonl", [rows[0], *longest, rows[-1]])
+    config = _config([{"path": str(path)}], tmp_path / "out.jsonl")
+    plan = scale.plan_shards(config, 8, min_shard_bytes=1)
+    size = path.stat().st_size
+    assert [s.start for s in plan] == [0, size - len(orjson.dumps(rows[-1])) - 1]  # aimed at 1/8..7/8
+    out_a, out_b, _, _ = _both(tmp_path, [{"path": str(path)}], "agentworld-bench")
+    assert out_a == out_b
+
+
+def test_error_is_located_as_in_the_sequential_run(tmp_path: Path) -> None:
+    rows = _rows(corpus_path("terminal"))
+    path = _write_rows(tmp_path / "bad.jsonl", rows, {300: b"{oops"})
+    inputs = [{"path": str(path)}]
+    with pytest.raises(DataError) as seq:
+        run_pipeline(_config(inputs, tmp_path / "seq" / "out.jsonl"), progress=False)
+    par = _config(inputs, tmp_path / "par" / "out.jsonl")
+    with pytest.raises(DataError) as sharded:
+        scale.execute(par, scale._inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
+    assert str(sharded.value) == str(seq.value)
+    assert sharded.value.line == 301
+    assert not par.output.path.exists()
+
+
+def test_dedup_key_matches_the_pipeline_dedup() -> None:
+    """The seeded dedup in workers must drop exactly what process.dedup drops."""
+    samples = list(proc.expand(ingest(corpus_path("terminal"))))[:60]
+    doubled = samples + samples[10:30]
+    kept = list(proc.dedup(doubled))
+    with open("/dev/null", "wb") as sink:
+        ours = list(scale._seeded_dedup(set(), sink)(doubled))
+    assert [s.id for s in ours] == [s.id for s in kept]
+    assert len({scale.dedup_key(s) for s in doubled}) == len(kept) == len(samples)
+
+
+def test_hf_datasets_falls_back_to_parent_export(tmp_path: Path) -> None:
+    pytest.importorskip("datasets")
+    rows = _rows(corpus_path("terminal"))[:80]
+    path = _write_rows(tmp_path / "in.jsonl", rows)
+    seq = _config([{"path": str(path)}], tmp_path / "seq" / "ds", "hf-datasets")
+    par = _config([{"path": str(path)}], tmp_path / "par" / "ds", "hf-datasets")
+    a = run_pipeline(seq, progress=False)
+    b = scale.execute(par, scale._inline_runner, shards=4, min_shard_bytes=1, quiet=True)
+    assert _comparable(a) == _comparable(b)
+    from datasets import load_from_disk
+
+    assert load_from_disk(str(seq.output.path)).to_list() == load_from_disk(str(par.output.path)).to_list()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')")
+def test_ray_local_instance_identical(tmp_path: Path) -> None:
+    import ray
+
+    from agentworld.data.scale_ray import run_ray
+
+    rows = _rows(corpus_path("terminal"))
+    first = _write_rows(tmp_path / "a.jsonl", rows[:200])
+    second = _write_rows(tmp_path / "b.jsonl", rows[150:])
+    inputs = [{"path": str(first)}, {"path": str(second)}]
+    seq = _config(inputs, tmp_path / "seq" / "out.jsonl", "agentworld-bench")
+    par = _config(inputs, tmp_path / "par" / "out.jsonl", "agentworld-bench")
+    a = run_pipeline(seq, progress=False)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True)
+    try:
+        b = run_ray(par, min_shard_bytes=SMALL, quiet=True)
+    finally:
+        ray.shutdown()
+    assert par.output.path.read_bytes() == seq.output.path.read_bytes()
+    assert _comparable(a) == _comparable(b)
