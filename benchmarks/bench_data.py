@@ -13,6 +13,13 @@ subprocess) at 1x and 10x the input size. Exits 1 when a target is missed: floor
 ``--max-ratio`` (3x), 10x peak RSS within ``--max-rss-growth`` (1.25x) of 1x plus 16 MB, and a
 2-process scaling factor of at least ``--min-scaling`` (1.3x; needs 2 free cores).
 
+The scaling factor is judged on the 10x input, timing the fresh-process runs of the memory
+measurement (1 process vs ``--processes``), so both sides pay the same start-up (interpreter,
+imports) and it is amortised as it would be on real data. On the 1x input the in-process
+1-process run has its imports already done while ``run_parallel`` spawns workers that must
+import the package first (~0.2 s each, about a fifth of the whole 1x run): that factor is
+printed too, for reference, but it measures start-up as much as scaling.
+
     python benchmarks/bench_data.py [--mb 80] [--processes 2]
 """
 
@@ -91,11 +98,13 @@ print(max(self_kb, child_kb) / 1024)
 """
 
 
-def peak_rss_mb(src: Path, out: Path, processes: int = 0) -> float:
-    """High-water RSS (MB) of a fresh process running the pipeline (max over it and its workers)."""
+def peak_rss_mb(src: Path, out: Path, processes: int = 0) -> tuple[float, float]:
+    """High-water RSS (MB) of a fresh process running the pipeline (max over it and its workers),
+    and the wall time (s) of that process, start-up included."""
+    start = time.perf_counter()
     res = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(src), str(out), str(processes)],
                          capture_output=True, text=True, check=True)
-    return float(res.stdout.strip().splitlines()[-1])
+    return float(res.stdout.strip().splitlines()[-1]), time.perf_counter() - start
 
 
 def main() -> int:
@@ -124,20 +133,23 @@ def main() -> int:
         many = turns / (time.perf_counter() - start)
         identical = (root / "seq" / "out.jsonl").read_bytes() == (root / "par" / "out.jsonl").read_bytes()
 
-        rss1 = peak_rss_mb(small, root / "m1" / "out.jsonl")
-        rss10 = peak_rss_mb(big, root / "m10" / "out.jsonl")
-        prss1 = peak_rss_mb(small, root / "p1" / "out.jsonl", args.processes)
-        prss10 = peak_rss_mb(big, root / "p10" / "out.jsonl", args.processes)
+        rss1, _ = peak_rss_mb(small, root / "m1" / "out.jsonl")
+        rss10, t10 = peak_rss_mb(big, root / "m10" / "out.jsonl")
+        prss1, _ = peak_rss_mb(small, root / "p1" / "out.jsonl", args.processes)
+        prss10, pt10 = peak_rss_mb(big, root / "p10" / "out.jsonl", args.processes)
 
-    scaling = many / one
+    scaling = t10 / pt10  # both fresh processes, start-up included on both sides (module docstring)
+    scaling_1x = many / one
     ratio = floor / one
     print(f"input: {args.mb:g} MB, {turns} turns (10x: {args.mb * 10:g} MB); cores: {os.cpu_count()}")
     print(f"{'':28}{'turns/s':>12}")
     print(f"{'floor: orjson.loads/line':28}{floor:>12,.0f}")
     print(f"{'pipeline, 1 process':28}{one:>12,.0f}   floor/pipeline = {ratio:.2f}x "
           f"(target <= {args.max_ratio:g}x)")
-    print(f"{f'pipeline, {args.processes} processes':28}{many:>12,.0f}   scaling = {scaling:.2f}x "
-          f"(target >= {args.min_scaling:g}x), output identical: {identical}")
+    print(f"{f'pipeline, {args.processes} processes':28}{many:>12,.0f}   1x: {scaling_1x:.2f}x "
+          f"(worker start-up included, 1 process's not), output identical: {identical}")
+    print(f"scaling on 10x, fresh processes both: {t10:.1f} s -> {pt10:.1f} s = {scaling:.2f}x "
+          f"(target >= {args.min_scaling:g}x)")
     print(f"peak RSS, 1 process:  1x {rss1:.0f} MB, 10x {rss10:.0f} MB ({rss10 / rss1:.2f}x)")
     print(f"peak RSS, {args.processes} processes (max of parent/workers): 1x {prss1:.0f} MB, "
           f"10x {prss10:.0f} MB ({prss10 / prss1:.2f}x)")

@@ -57,3 +57,19 @@ def test_bad_data_is_one_clear_error(tmp_path: Path) -> None:
                                  "--out", str(tmp_path / "run"), "--no-judge", "--no-progress"])
     assert result.exit_code == 2
     assert f"{data}:1" in result.output and "'turn_idx'" in result.output
+
+
+def test_data_process_in_two_processes_matches_one(tmp_path: Path) -> None:
+    """`agentworld data process -j 2` is the same pipeline, sharded: byte-identical output."""
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}" / "bench.jsonl"
+        config = tmp_path / f"pipeline{jobs}.json"
+        config.write_text(json.dumps({
+            "inputs": [{"path": str(corpus_path("terminal"))}],
+            "steps": ["expand", "dedup", "mask"],
+            "output": {"format": "agentworld-bench", "path": str(out)}}))
+        result = runner.invoke(app, ["data", "process", "--config", str(config), "-j", jobs, "--no-progress"])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] == corpus_path("terminal").read_bytes()

@@ -62,10 +62,25 @@ convert.__doc__ = f"{convert.__doc__}\n\nFormats: auto, {', '.join(formats())}."
 
 @app.command()
 def process(config: Path = typer.Option(..., "--config", help="Pipeline config (YAML or JSON)."),
-            progress: bool = typer.Option(True, help="Show a progress line.")) -> None:
+            progress: bool = typer.Option(True, help="Show a progress line."),
+            processes: int = typer.Option(1, "--processes", "-j", help="Worker processes on this machine "
+                                          "(output identical to one process)."),
+            ray: str | None = typer.Option(None, "--ray", help="Run on Ray Data: 'local' or a cluster "
+                                           "address ('auto', 'ray://host:10001'); needs agentworld[ray]."),
+            ) -> None:
     """Run the pipeline of a config: inputs → steps → output, plus stats.json beside the output."""
     try:
-        report = run_pipeline(PipelineConfig.load(config), progress=progress, console=console)
+        loaded = PipelineConfig.load(config)
+        if ray is not None:
+            from agentworld.data.scale_ray import run_ray
+
+            report = run_ray(loaded, None if ray == "local" else ray, console=console)
+        elif processes > 1:
+            from agentworld.data.scale import run_parallel
+
+            report = run_parallel(loaded, processes, console=console)
+        else:
+            report = run_pipeline(loaded, progress=progress, console=console)
     except DataError as err:
         raise _fail(err) from None
     rows = report.output.get("rows", report.dataset.samples)

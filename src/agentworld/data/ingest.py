@@ -28,7 +28,6 @@ recognises the first record::
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,9 +37,9 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from agentworld import schema
+from agentworld.data.bench_rows import BenchRow, join_rows
 from agentworld.errors import DataError
-from agentworld.io import dumps
-from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
+from agentworld.schema import Trajectory, Turn
 
 log = logging.getLogger(__name__)
 OnError = Literal["raise", "skip"]
@@ -142,7 +141,7 @@ def records(path: Path, on_error: OnError = "raise",
     with open(path, "rb") as handle:
         index = 0
         for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
+            if raw.isspace():  # a blank line (what strip() would empty, without copying the line)
                 continue
             try:
                 obj = orjson.loads(raw)
@@ -213,33 +212,35 @@ class BenchConverter:
 
     def read(self, path: Path, *, on_error: OnError = "raise",
              report: IngestReport | None = None) -> Iterator[Trajectory]:
-        group: list[schema.BenchSample] = []
-        key = b""
-        for line, _, row in records(path, on_error, report):
-            try:
-                sample = schema.parse_row(row, path=str(path), line=line, known_domains=self.known_domains)
-            except DataError as err:
-                skip_or_raise(err, on_error, report)
-                continue
-            k = hashlib.blake2b(orjson.dumps([sample.task, sample.system_str, sample.prompt,
-                                              sample.response])).digest()
-            if group and (k != key or any(s.turn_idx == sample.turn_idx for s in group)):
+        known = None if self.known_domains is None else frozenset(self.known_domains)
+        group: list[BenchRow] = []
+        turns: set[int] = set()
+        for line, _, raw in records(path, on_error, report):
+            row = BenchRow.checked(raw, known)
+            if row is None:  # not plainly valid: the full validation decides (and names the error)
+                try:
+                    sample = schema.parse_row(raw, path=str(path), line=line,
+                                              known_domains=self.known_domains)
+                except DataError as err:
+                    skip_or_raise(err, on_error, report)
+                    continue
+                row = BenchRow.of(sample)
+            if group and (row.key != group[-1].key or row.turn_idx in turns):
                 yield self._joined(group, path)
-                group = []
-            key = k
-            group.append(sample)
+                group, turns = [], set()
+            group.append(row)
+            turns.add(row.turn_idx)
         if group:
             yield self._joined(group, path)
 
-    def _joined(self, group: list[schema.BenchSample], path: Path) -> Trajectory:
-        (traj,) = schema.join_samples(group)
-        meta = getattr(group[0], "meta", None) if self.lift_meta else None
+    def _joined(self, group: list[BenchRow], path: Path) -> Trajectory:
+        meta = group[0].meta if self.lift_meta else None
         if not isinstance(meta, dict):
-            return _sourced(traj, path)
+            return join_rows(group, {"source": str(path)})
         extra = {**meta, "source": str(path)}
         if "source" in meta:
             extra["origin"] = meta["source"]
-        return _sourced(traj, path, extra)
+        return join_rows(group, extra)
 
 
 @register_converter("recording")
@@ -313,98 +314,4 @@ class GenericConverter(_RowConverter):
                           turns=tuple(rec.turns), meta=rec.meta)
 
 
-@register_converter("openai-chat")
-class OpenAIChatConverter:
-    """Chat-completions logs: items that are message lists or objects with ``messages``/``traj``.
-
-    System messages make the system prompt; each assistant ``tool_calls`` entry is an action
-    (compact ``{"tool_name", "arguments"}`` JSON), answered by the ``tool`` message with its
-    ``tool_call_id`` (the observation). User/assistant text is context, kept in the next turn's
-    ``meta["context_before"]`` (after the last turn: ``Trajectory.meta["context_after"]``).
-    Other item keys (``task_id``, ``trial``, ``reward``, ...) go to ``Trajectory.meta``.
-    """
-
-    def __init__(self, domain: str = "mcp") -> None:
-        self.domain = domain
-
-    @staticmethod
-    def sniff(record: Any) -> bool:
-        return isinstance(record, list) or (isinstance(record, dict)
-                                            and ("messages" in record or "traj" in record))
-
-    def read(self, path: Path, *, on_error: OnError = "raise",
-             report: IngestReport | None = None) -> Iterator[Trajectory]:
-        for line, index, item in records(path, on_error, report):
-            extra = {k: v for k, v in item.items() if k not in ("messages", "traj")} \
-                if isinstance(item, dict) else {}
-            tid = _chat_id(extra, path, index)
-            messages = item if isinstance(item, list) else item.get("messages", item.get("traj"))
-            try:
-                system, turns, meta = _chat_turns(messages)
-            except (DataError, TypeError, KeyError, AttributeError) as exc:
-                err = exc if isinstance(exc, DataError) else DataError(f"bad message: {exc!r}")
-                where = f"item {index + 1}: " if line is None else ""
-                skip_or_raise(DataError(where + err.message, path=str(path), line=line, sample_id=tid,
-                                        field=err.field), on_error, report)
-                continue
-            yield Trajectory(id=tid, domain=self.domain, system_prompt=system, turns=turns,
-                             meta={"source": str(path), **extra, **meta})
-
-
-def _chat_id(extra: dict[str, Any], path: Path, index: int) -> str:
-    if "task_id" in extra:
-        return f"{extra['task_id']}-{extra['trial']}" if "trial" in extra else str(extra["task_id"])
-    return str(extra["id"]) if "id" in extra else f"{path.stem}-{index + 1}"
-
-
-def _text(content: Any) -> str:
-    """Message content: a string, null, or a list of parts (their ``text`` joined)."""
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
-
-
-def _action(call: dict[str, Any], field: str) -> tuple[str, str]:
-    fn = call["function"]
-    args = fn.get("arguments") or {}
-    if isinstance(args, str):
-        try:
-            args = orjson.loads(args)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(f"arguments are not JSON: {exc}", field=f"{field}.function.arguments") from None
-    text = dumps({"tool_name": fn["name"], "arguments": args})
-    return fn["name"], f"**Action:**\n```json\n{text}\n```"
-
-
-def _chat_turns(messages: Any) -> tuple[str, tuple[Turn, ...], dict[str, Any]]:
-    if not isinstance(messages, list):
-        raise DataError("expected a list of messages", field="messages")
-    system: list[str] = []
-    context: list[dict[str, str]] = []
-    pending: dict[str, tuple[str, str, list[dict[str, str]]]] = {}
-    turns: list[Turn] = []
-    for j, msg in enumerate(messages):
-        role, text = msg["role"], _text(msg.get("content"))
-        if role in ("system", "developer"):
-            system.append(text)
-        elif role == "tool":
-            call_id = msg.get("tool_call_id")
-            if call_id not in pending:
-                raise DataError(f"no tool call with id {call_id!r} before it",
-                                field=f"messages[{j}].tool_call_id")
-            name, action, before = pending.pop(call_id)
-            turns.append(Turn(action=action, observation=f"{OBSERVATION_MARKER}\n{text}",
-                              meta={"context_before": before, "tool_call_id": call_id, "tool_name": name}))
-        elif role in ("user", "assistant"):
-            if text:
-                context.append({"role": role, "content": text})
-            for k, call in enumerate(msg.get("tool_calls") or []):
-                name, action = _action(call, f"messages[{j}].tool_calls[{k}]")
-                pending[call["id"]] = (name, action, context)
-                context = []
-        else:
-            raise DataError(f"unknown role {role!r}", field=f"messages[{j}].role")
-    meta: dict[str, Any] = {"context_after": context} if context else {}
-    if pending:
-        meta["unanswered_tool_calls"] = [name for name, _, _ in pending.values()]
-    return "\n\n".join(system), tuple(turns), meta
+from agentworld.data import ingest_chat as ingest_chat  # noqa: E402  (registers "openai-chat", last)

@@ -101,7 +101,8 @@ class HistoryContext:
     """Token types and observation lines of a history, extended turn by turn within a trajectory.
 
     Samples of one trajectory arrive in order, each history extending the previous one, so the
-    context grows incrementally instead of being re-tokenised for every turn.
+    context grows incrementally instead of being re-tokenised for every turn. The tokens and
+    lines of the last pair measured are kept too: that pair is usually the next history's newest.
     """
 
     def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
@@ -110,17 +111,29 @@ class HistoryContext:
         self.turns = 0
         self.types: set[str] = set()
         self.lines: set[str] = set()
+        self._last: tuple[str, str, list[str], list[str], list[str]] | None = None
 
     def tokens(self, text: str, *, observation: bool = False) -> list[str]:
         return content_tokens(text, self.tokenize, observation=observation)
+
+    def measure(self, action: str, observation: str) -> tuple[list[str], list[str], list[str]]:
+        """Action tokens, observation tokens and observation lines of one pair (remembered)."""
+        last = self._last
+        if last is not None and last[0] == action and last[1] == observation:
+            return last[2], last[3], last[4]
+        act, obs = self.tokens(action), self.tokens(observation, observation=True)
+        lines = _lines(observation)
+        self._last = (action, observation, act, obs, lines)
+        return act, obs, lines
 
     def advance(self, key: str | None, history: Sequence[tuple[str, str]]) -> None:
         if key is None or key != self.key or len(history) < self.turns:
             self.key, self.turns, self.types, self.lines = key, 0, set(), set()
         for action, observation in history[self.turns:]:
-            self.types.update(self.tokens(action))
-            self.types.update(self.tokens(observation, observation=True))
-            self.lines.update(_lines(observation))
+            act, obs, lines = self.measure(action, observation)
+            self.types.update(act)
+            self.types.update(obs)
+            self.lines.update(lines)
         self.turns = len(history)
 
 
@@ -130,18 +143,18 @@ def turn_signals(history: Sequence[tuple[str, str]], action: str, observation: s
     """OL, Nov, Jac, R and repeat of one pair (see the module docstring for the definitions)."""
     ctx = context or HistoryContext(tokenize)
     ctx.advance(key, history)
-    obs, act = ctx.tokens(observation, observation=True), ctx.tokens(action)
+    act, obs, lines = ctx.measure(action, observation)
     obs_types, act_types = set(obs), set(act)
-    known = ctx.types | act_types
+    novel = obs_types - ctx.types - act_types  # observation types absent from history and action
     union = obs_types | act_types
-    lines = _lines(observation)
+    n_obs = len(obs)
     stats = TurnStats(
-        overlap=sum(t in known for t in obs) / len(obs) if obs else 1.0,
-        novelty=len(obs_types - known) / len(obs_types) if obs_types else 0.0,
+        overlap=(n_obs - sum(map(novel.__contains__, obs))) / n_obs if obs else 1.0,
+        novelty=len(novel) / len(obs_types) if obs_types else 0.0,
         jaccard=len(obs_types & act_types) / len(union) if union else 0.0,
-        length_ratio=len(obs) / max(len(act), 1),
-        obs_tokens=len(obs), action_tokens=len(act))
-    repeat = sum(line in ctx.lines for line in lines) / len(lines) if lines else 0.0
+        length_ratio=n_obs / max(len(act), 1),
+        obs_tokens=n_obs, action_tokens=len(act))
+    repeat = sum(map(ctx.lines.__contains__, lines)) / len(lines) if lines else 0.0
     return Signals(stats=stats, repeat=repeat)
 
 
@@ -188,8 +201,8 @@ def mask(samples: Iterable[TrainSample], config: MaskConfig | None = None, seed:
         tally.details[category] += 1
         tally.details[f"{category}.kept"] += keep
         tally.outputs += 1
-        yield sample.model_copy(update={"mask": LossMask(category=category, keep=keep, keep_ratio=ratio,
-                                                         stats=signals.stats)})
+        loss = LossMask(category=category, keep=keep, keep_ratio=ratio, stats=signals.stats)
+        yield sample.model_copy(update={"mask": loss})
 
 
 def category_shares(counts: dict[str, Any]) -> dict[str, float]:

@@ -13,6 +13,7 @@ is a field of its own). :func:`samples_to_bench_rows` turns samples back into be
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator
 from typing import Any
@@ -144,6 +145,34 @@ def expand(trajs: Iterable[Trajectory], stats: StepCounter | None = None) -> Ite
                               total_turns=len(pairs), meta=meta)
 
 
+class DedupKeys:
+    """The key :func:`dedup` uses: blake2b-128 of ``orjson.dumps([system, history, action, observation])``.
+
+    Hashed incrementally: the samples of one trajectory come in order, each history extending the
+    previous one, so the hash state after ``[system,[pair_1,...,pair_k`` is kept and extended, and
+    each sample only adds its own action and observation (linear, not quadratic, in the trajectory
+    length). A history that does not extend the kept prefix starts afresh; the bytes hashed are the
+    same either way.
+    """
+
+    def __init__(self) -> None:
+        self._system: str | None = None
+        self._prefix: list[tuple[str, str]] = []
+        self._state = hashlib.blake2b(digest_size=16)
+
+    def __call__(self, sample: TrainSample) -> bytes:
+        history, n = sample.history, len(self._prefix)
+        if sample.system != self._system or len(history) < n or history[:n] != self._prefix:
+            self._system, self._prefix, n = sample.system, [], 0
+            self._state = hashlib.blake2b(b"[" + orjson.dumps(sample.system) + b",[", digest_size=16)
+        for pair in history[n:]:
+            self._state.update(b"," + orjson.dumps(pair) if self._prefix else orjson.dumps(pair))
+            self._prefix.append(pair)
+        state = self._state.copy()
+        state.update(b"]," + orjson.dumps(sample.action) + b"," + orjson.dumps(sample.observation) + b"]")
+        return state.digest()
+
+
 def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
     """Drop samples whose system, history, action and observation were all seen before.
 
@@ -151,10 +180,10 @@ def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> I
     """
     tally = _tally(stats, "dedup")
     seen: set[bytes] = set()
+    key_of = DedupKeys()
     for sample in samples:
         tally.inputs += 1
-        content = orjson.dumps([sample.system, sample.history, sample.action, sample.observation])
-        key = hashlib.blake2b(content, digest_size=16).digest()
+        key = key_of(sample)
         if key in seen:
             tally.dropped += 1
             continue
@@ -238,6 +267,7 @@ def _row_meta(meta: dict[str, Any]) -> dict[str, Any]:
 # -- dataset statistics ----------------------------------------------------------------------------
 
 HIST_EDGES: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+_EDGES = list(HIST_EDGES)
 
 
 class Histogram(BaseModel):
@@ -249,9 +279,14 @@ class Histogram(BaseModel):
     max: int = 0
 
     def add(self, n: int) -> None:
-        self.counts[max(i for i, e in enumerate(self.edges) if n >= e)] += 1
+        edges = self.edges
+        if n >= 0 and edges == _EDGES:  # the usual edges: sorted, so a bisection finds the bin
+            self.counts[bisect_right(edges, n) - 1] += 1
+        else:
+            self.counts[max(i for i, e in enumerate(edges) if n >= e)] += 1
         self.total += n
-        self.max = max(self.max, n)
+        if n > self.max:
+            self.max = n
 
 
 class DatasetStats(BaseModel):

@@ -64,7 +64,7 @@ from agentworld.data import ingest as ingest_mod
 from agentworld.data import pipeline as pipe
 from agentworld.data.ingest import MAX_LISTED_ISSUES, IngestIssue, IngestReport, detect_format
 from agentworld.data.pipeline import PipelineConfig, PipelineReport
-from agentworld.data.process import DatasetStats, Histogram, StepCounter
+from agentworld.data.process import DatasetStats, DedupKeys, Histogram, StepCounter
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_text
@@ -263,7 +263,10 @@ def plan_shards(config: PipelineConfig, shards: int, *, min_shard_bytes: int = 1
 # -- the worker --------------------------------------------------------------------------------------
 
 def dedup_key(sample: TrainSample) -> bytes:
-    """The key :func:`agentworld.data.process.dedup` uses (kept equal to it by a test)."""
+    """The key :func:`agentworld.data.process.dedup` uses (kept equal to it by a test).
+
+    The reference definition; the dedup steps compute the same bytes incrementally (``DedupKeys``).
+    """
     return hashlib.blake2b(orjson.dumps([sample.system, sample.history, sample.action, sample.observation]),
                            digest_size=KEY_SIZE).digest()
 
@@ -301,9 +304,10 @@ def _seeded_dedup(preseen: set[bytes], keys_out: BinaryIO) -> Callable[..., Iter
     def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
         tally = stats if stats is not None else StepCounter("dedup")
         seen: set[bytes] = set()
+        key_of = DedupKeys()
         for sample in samples:
             tally.inputs += 1
-            key = dedup_key(sample)
+            key = key_of(sample)
             if key in seen or key in preseen:
                 if key not in seen:
                     seen.add(key)

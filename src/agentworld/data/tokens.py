@@ -25,6 +25,15 @@ Tokenizer = Callable[[str], list[str]]
 
 _WORD = r"\w+(?:[./~-]+\w+)*"
 TOKEN_RE = re.compile(rf"{_WORD}|[./~-]+{_WORD}|[^\w\s]")
+_SEP_UNDERSCORES = r"_+(?:[./~-]+_+)*"
+CONTENT_TOKEN_RE = re.compile(rf"(?:[./~-]+)?{_SEP_UNDERSCORES}(?![./~-]*\w)|({_WORD}|[./~-]+{_WORD})")
+"""The :data:`TOKEN_RE` tokens that have a letter or digit, as group 1 (other matches leave it empty).
+
+``\\w`` is exactly ``str.isalnum()`` or ``_``, so a word token lacks a letter or digit only when it
+is made of underscores (and separators): the first branch consumes exactly those tokens, the
+single punctuation marks are skipped over, and what group 1 captures is the filtered token list.
+"""
+_ALNUM_RE = re.compile(r"[^\W_]")
 _TOKENIZERS: dict[str, Tokenizer] = {}
 
 
@@ -69,6 +78,8 @@ def observation_body(text: str) -> str:
 
 def strip_markup(text: str) -> str:
     """Drop the bench framing (section headers, code fences) so it does not count as shared content."""
+    if "**" not in text and "```" not in text:  # neither a header nor a fence: nothing to drop
+        return text
     return _MARKUP_RE.sub(" ", text)
 
 
@@ -76,7 +87,10 @@ def content_tokens(text: str, tokenize: Callable[[str], list[str]] = regex_token
                    observation: bool = False) -> list[str]:
     """Tokens with a letter or digit, the bench framing (and observation header) removed first."""
     text = strip_markup(observation_body(text) if observation else text)
-    return [t for t in tokenize(text) if any(c.isalnum() for c in t)]
+    if tokenize is regex_tokenize:
+        return list(filter(None, CONTENT_TOKEN_RE.findall(text)))
+    has_alnum = _ALNUM_RE.search
+    return [t for t in tokenize(text) if has_alnum(t)]
 
 
 def normalise_action(text: str) -> str:
