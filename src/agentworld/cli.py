@@ -11,6 +11,8 @@ from agentworld.eval.cli import app as eval_app
 from agentworld.serve.cli import app as mock_app
 from agentworld.serve.serve_cli import app as serve_app
 from agentworld.serve.shell import app as shell_app
+from agentworld.train.cli import app as train_app
+from agentworld.train.rollout_cli import app as rollout_app
 
 app = typer.Typer(
     name="agentworld",
@@ -24,7 +26,9 @@ app.add_typer(data_app, name="data", help="Turn real trajectories into training 
               "export, stats.")
 app.add_typer(serve_app, name="serve",
               help="Serve the simulator: MCP server (stdio/HTTP) or HTTP session API.")
-for command in [*mock_app.registered_commands, *shell_app.registered_commands]:
+app.add_typer(train_app, name="train", help="Train world models: CPT, SFT (and RL) from a config file.")
+for command in [*mock_app.registered_commands, *shell_app.registered_commands,
+                *rollout_app.registered_commands]:
     app.registered_commands.append(command)
 
 
@@ -42,8 +46,13 @@ def _root(
     """agentworld — language world models for agents."""
 
 
-@app.command()
+demo_app = typer.Typer(help="Offline demos: the evaluation demo (no subcommand) and 'demo train'.")
+app.add_typer(demo_app, name="demo")
+
+
+@demo_app.callback(invoke_without_command=True)
 def demo(
+    ctx: typer.Context,
     out: str = typer.Option("agentworld-demo", help="Folder for the recordings, the run and the report."),
     model_base_url: str | None = typer.Option(None, help="Use this OpenAI-compatible world model instead "
                                               "of the offline retrieval baseline."),
@@ -53,10 +62,25 @@ def demo(
     seed: int = typer.Option(0, help="Seed for the sandbox hostnames and any sampling."),
 ) -> None:
     """Offline demo: record real terminal scenarios, simulate them, score them, write the report."""
+    if ctx.invoked_subcommand is not None:
+        return
     from agentworld.demo import DemoConfig, run_demo
 
     run_demo(DemoConfig(out=out, model_base_url=model_base_url, model=model,
                         judge_base_url=judge_base_url, judge_model=judge_model, seed=seed))
+
+
+@demo_app.command("train")
+def demo_train(
+    out: str = typer.Option("agentworld-demo-train",
+                            help="Folder for the tiny model, the run and the report."),
+    steps: int = typer.Option(150, help="SFT steps (about a second each on a laptop CPU)."),
+    seed: int = typer.Option(0, help="Seed of the model, the split and the sampling."),
+) -> None:
+    """Train a tiny world model on the bundled real terminal recordings (CPU, no download)."""
+    from agentworld.train.demo import TrainDemoConfig, run_train_demo
+
+    run_train_demo(TrainDemoConfig(out=out, steps=steps, seed=seed))
 
 
 MULTI_VALUE_OPTIONS = frozenset({"--data"})

@@ -62,10 +62,10 @@ def build_model(tokenizer: Any, *, hidden_size: int = 32, layers: int = 2, seed:
 
 
 def build_tiny(folder: str | Path, *, corpus: Iterable[str] = DEFAULT_CORPUS, hidden_size: int = 32,
-               layers: int = 2, seed: int = 0) -> Path:
+               layers: int = 2, seed: int = 0, vocab_size: int = 512) -> Path:
     """Build and save a tiny tokenizer + model into ``folder``; returns the folder (a model path)."""
     folder = Path(folder)
-    tokenizer = build_tokenizer(corpus)
+    tokenizer = build_tokenizer([*DEFAULT_CORPUS, *corpus], vocab_size=vocab_size)
     model = build_model(tokenizer, hidden_size=hidden_size, layers=layers, seed=seed)
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(folder)

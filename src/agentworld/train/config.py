@@ -1,0 +1,133 @@
+"""Typed configuration of the CPT and SFT recipes (``agentworld train cpt|sft``), YAML or JSON.
+
+Every option is documented once, here, as a pydantic field description: the CLI help is generated
+from these classes (:func:`agentworld.cli_support.config_command`) and the resolved config is
+written to ``output_dir/config.json`` so a resumed run can refuse a changed configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentworld.data.masking import MaskConfig
+from agentworld.data.pipeline import InputSpec
+from agentworld.errors import DataError
+
+C = TypeVar("C", bound="TrainCommon")
+
+RUNTIME_FIELDS = ("max_steps", "resume", "save_steps", "logging_steps", "use_cpu", "bf16", "output_dir")
+"""Fields a resumed run may change: they do not alter what the checkpoints were trained on."""
+
+
+class LoraSpec(BaseModel):
+    """LoRA adapter settings (peft); without them the full model is trained."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    r: int = Field(8, ge=1, description="Adapter rank.")
+    alpha: int = Field(16, ge=1, description="LoRA alpha (scaling = alpha / r).")
+    dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the adapter input.")
+    target_modules: list[str] | str = Field(
+        "all-linear", description="Modules to adapt: names, or 'all-linear' (peft's shortcut).")
+
+
+class TrainCommon(BaseModel):
+    """Settings every recipe shares; relative paths in a config file are relative to that file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(description="Hugging Face model id or local model folder.")
+    output_dir: Path = Field(description="Where checkpoints, the final model and config.json go.")
+    max_steps: int = Field(100, ge=1, description="Optimizer steps to train for (in total, across resumes).")
+    learning_rate: float = Field(1e-5, gt=0.0, description="Peak learning rate.")
+    per_device_train_batch_size: int = Field(1, ge=1, description="Rows per device per micro-batch.")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
+    max_length: int = Field(4096, ge=16, description="Longest tokenized row; longer rows are cut.")
+    seed: int = Field(0, description="Seed for the split, the mix and the trainer.")
+    lora: LoraSpec | None = Field(None, description="LoRA settings (YAML/JSON only); none: all weights.")
+    use_cpu: bool | None = Field(None, description="Train on the CPU; default: when no CUDA device exists.")
+    bf16: bool | None = Field(None, description="bf16 mixed precision; default: when the GPU supports it.")
+    resume: bool = Field(False, description="Continue from output_dir's last checkpoint (same config).")
+    save_steps: int = Field(500, ge=1, description="Save a checkpoint every this many steps.")
+    logging_steps: int = Field(10, ge=1, description="Log the training loss every this many steps.")
+    eval_fraction: float = Field(0.0, ge=0.0, lt=1.0,
+                                 description="Share of trajectories held out for eval loss.")
+
+    @classmethod
+    def load(cls: type[C], path: str | Path, **overrides: Any) -> C:
+        """Read a YAML/JSON config (``overrides`` win); errors name the file and the field."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise DataError(f"cannot read config: {exc.strerror}", path=str(path)) from None
+        except yaml.YAMLError as exc:
+            raise DataError(f"not valid YAML/JSON: {exc}", path=str(path)) from None
+        if not isinstance(data, dict):
+            raise DataError("a training config must be a mapping", path=str(path))
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            config = cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(map(str, err["loc"])) or None
+            raise DataError(err["msg"], path=str(path), field=field) from None
+        return config.relative_to(path.parent)
+
+    def relative_to(self: C, base: Path) -> C:
+        """A copy whose relative paths (output, data, corpora) are taken from ``base``."""
+        update: dict[str, Any] = {"output_dir": base / self.output_dir}
+        model = Path(self.model)
+        if model.parts and model.parts[0] in (".", "..") and not model.is_absolute():
+            update["model"] = str(base / model)
+        for name in ("data",):
+            if hasattr(self, name):
+                update[name] = [i.model_copy(update={"path": base / i.path}) for i in getattr(self, name)]
+        for name in ("pipeline", "rejection"):
+            value = getattr(self, name, None)
+            if value is not None:
+                update[name] = base / value
+        if hasattr(self, "text_corpora"):
+            update["text_corpora"] = [base / p for p in self.text_corpora]
+        return self.model_copy(update=update)
+
+    def stored(self) -> dict[str, Any]:
+        """The fields that define the training run (runtime fields left out), as stored in config.json."""
+        dumped = self.model_dump(mode="json")
+        return {k: v for k, v in dumped.items() if k not in RUNTIME_FIELDS}
+
+
+class DataFields(BaseModel):
+    """Where training samples come from: data-pipeline inputs, or a whole pipeline config."""
+
+    data: list[InputSpec] = Field(default_factory=list,
+                                  description="Trajectory inputs, as in the data pipeline.")
+    pipeline: Path | None = Field(None, description="A data-pipeline config whose inputs and steps to use.")
+    mask: MaskConfig = Field(default_factory=MaskConfig,
+                             description="Loss-mask settings when 'data' is given (YAML/JSON only).")
+
+
+class CPTConfig(TrainCommon, DataFields):
+    """Continued pre-training: whole trajectories as text, loss on kept observations, plus text corpora."""
+
+    kind: Literal["cpt"] = Field("cpt", description="Recipe name (fixed).")
+    text_corpora: list[Path] = Field(default_factory=list,
+                                     description="Plain text files mixed in with loss on every token.")
+    mix_ratio: float | None = Field(None, ge=0.0, lt=1.0,
+                                    description="Target share of text-corpus rows in the mix; default: all.")
+
+
+class SFTConfig(TrainCommon, DataFields):
+    """Supervised fine-tuning: reasoning trace + tagged prediction, over system-prompt variants."""
+
+    kind: Literal["sft"] = Field("sft", description="Recipe name (fixed).")
+    variants: int = Field(10, ge=1, le=24, description="System-prompt variants built per domain.")
+    variants_per_sample: int | None = Field(
+        None, ge=1, description="Rows per sample (rotating variants); default: one row per variant.")
+    reasoning: Literal["auto", "none"] = Field(
+        "auto", description="'auto' derives a short trace when a sample has none; 'none' omits it.")
+    rejection: Path | None = Field(None, description="TrainSample JSONL of rejection-sampled rows.")

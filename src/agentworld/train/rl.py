@@ -1,0 +1,167 @@
+"""GSPO reinforcement learning of a world model: one turn per sample, hybrid rubric + rule reward.
+
+GSPO is TRL's ``GRPOTrainer`` with sequence-level importance sampling; :func:`gspo_args` pins the
+settings (``importance_sampling_level="sequence"``, ``loss_type="grpo"``, ``beta=0``, clipping
+``epsilon=3e-4``/``epsilon_high=4e-4``, ``steps_per_generation=4``, no gradient accumulation).
+Each RL sample is a single turn (its prompt is the official world-model message list of that turn)
+because samples sharing prefixes collapsed the reward in the report. Rewards come from
+:mod:`agentworld.train.rewards`; the judge is a registered backend (``openai`` for any
+OpenAI-compatible endpoint, ``scripted`` in tests) or a backend object passed in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.models.base import ChatBackend, create_backend
+from agentworld.schema import BenchSample
+from agentworld.train.rewards import RUBRIC_WEIGHT, RULE_WEIGHT, HybridReward, RubricReward, RuleReward
+
+RewardMode = Literal["hybrid", "separate", "rubric", "rule"]
+
+
+class RLConfig(BaseModel):
+    """Settings of one GSPO run (self-contained until ``train/config.py`` provides a shared base).
+
+    Attributes:
+        model: model name or local path (Hugging Face format).
+        output_dir: where checkpoints, logs and the final model go.
+        data: AgentWorldBench-style JSONL of one-turn samples (or pass ``samples`` to :func:`run_rl`).
+        reward: ``hybrid`` (one callable, 0.9/0.1), ``separate`` (rubric and rule functions combined by
+            TRL's ``reward_weights``), ``rubric`` or ``rule`` (no judge needed).
+        judge: registered backend name for the rubric judge; ``judge_options`` go to its factory.
+        reward_scale: multiplies the hybrid reward (25 gives the report's [0, 25] range).
+        use_cpu: None picks the CPU when no CUDA device is present.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    output_dir: Path
+    data: Path | None = None
+    max_samples: int | None = None
+    reward: RewardMode = "hybrid"
+    judge: str = "openai"
+    judge_options: dict[str, Any] = Field(default_factory=dict)
+    judge_model: str = ""
+    judge_concurrency: int = 16
+    judge_temperature: float | None = 0.0
+    judge_max_tokens: int | None = 4096
+    rubric_weight: float = RUBRIC_WEIGHT
+    rule_weight: float = RULE_WEIGHT
+    reward_scale: float = 1.0
+    learning_rate: float = 1e-6
+    max_steps: int = 100
+    num_generations: int = 8
+    per_device_train_batch_size: int = 8
+    steps_per_generation: int = 4
+    max_completion_length: int = 2048
+    temperature: float = 1.0
+    epsilon: float = 3e-4
+    epsilon_high: float = 4e-4
+    logging_steps: int = 1
+    save_final: bool = True
+    seed: int = 0
+    use_cpu: bool | None = None
+
+
+class RLResult(BaseModel):
+    """What a run produced: where the model went and the mean reward logged at each step."""
+
+    output_dir: Path
+    final_model: Path | None
+    steps: int
+    rewards: list[float]
+    log_history: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def rl_rows(samples: Iterable[BenchSample]) -> list[dict[str, Any]]:
+    """One RL row per turn: the official prompt messages plus the columns the rewards read.
+
+    ``history`` is JSON-encoded so first-turn-only datasets keep a stable Arrow type.
+    """
+    rows = []
+    for s in samples:
+        rows.append({
+            "prompt": [{"role": m.role, "content": m.content} for m in s.messages()],
+            "ground_truth": s.ground_truth, "domain": s.domain, "action": s.action,
+            "history": json.dumps([list(pair) for pair in s.history()]), "id": s.id})
+    return rows
+
+
+def gspo_args(config: RLConfig, reward_weights: list[float] | None = None) -> Any:
+    """The ``GRPOConfig`` implementing GSPO for ``config`` (CPU settings when no GPU is used)."""
+    import torch
+    from trl import GRPOConfig
+
+    cpu = config.use_cpu if config.use_cpu is not None else not torch.cuda.is_available()
+    return GRPOConfig(
+        output_dir=str(config.output_dir),
+        importance_sampling_level="sequence", loss_type="grpo", beta=0.0,
+        epsilon=config.epsilon, epsilon_high=config.epsilon_high,
+        steps_per_generation=config.steps_per_generation, gradient_accumulation_steps=1,
+        num_generations=config.num_generations,
+        per_device_train_batch_size=config.per_device_train_batch_size,
+        max_completion_length=config.max_completion_length, temperature=config.temperature,
+        learning_rate=config.learning_rate, max_steps=config.max_steps, logging_steps=config.logging_steps,
+        seed=config.seed, report_to=[], save_strategy="no", disable_tqdm=True,
+        use_cpu=cpu, bf16=False if cpu else torch.cuda.is_bf16_supported(),
+        # TRL defaults gradient checkpointing on; it only slows CPU runs (the rename warning is harmless)
+        gradient_checkpointing=not cpu, reward_weights=reward_weights,
+    )
+
+
+def reward_functions(config: RLConfig, judge: ChatBackend | None = None
+                     ) -> tuple[list[Callable[..., Any]], list[float] | None]:
+    """The reward functions (and TRL ``reward_weights``) for ``config.reward``."""
+    if config.reward == "rule":
+        return [RuleReward()], None
+    backend = judge if judge is not None else create_backend(config.judge, **config.judge_options)
+    rubric = RubricReward(backend, batch=config.judge_concurrency, model=config.judge_model,
+                          temperature=config.judge_temperature, max_tokens=config.judge_max_tokens)
+    if config.reward == "rubric":
+        return [rubric], None
+    if config.reward == "separate":
+        return [rubric, RuleReward()], [config.rubric_weight, config.rule_weight]
+    return [HybridReward(rubric, rubric_weight=config.rubric_weight, rule_weight=config.rule_weight,
+                         scale=config.reward_scale)], None
+
+
+def _load_samples(config: RLConfig, samples: Sequence[BenchSample] | None) -> list[BenchSample]:
+    if samples is None:
+        if config.data is None:
+            raise ValueError("RLConfig.data is not set and no samples were given")
+        from agentworld.schema import read_bench_jsonl
+
+        samples = list(read_bench_jsonl(config.data))
+    out = list(samples)
+    return out[:config.max_samples] if config.max_samples is not None else out
+
+
+def run_rl(config: RLConfig, *, samples: Sequence[BenchSample] | None = None,
+           judge: ChatBackend | None = None) -> RLResult:
+    """Train ``config.model`` with GSPO on one-turn samples; returns the run record."""
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    rows = rl_rows(_load_samples(config, samples))
+    if not rows:
+        raise ValueError("no RL samples")
+    funcs, weights = reward_functions(config, judge)
+    args = gspo_args(config, weights)
+    trainer = GRPOTrainer(model=config.model, reward_funcs=list[Any](funcs), args=args,
+                          train_dataset=Dataset.from_list(rows))
+    trainer.train()
+    history = list(trainer.state.log_history)
+    final = None
+    if config.save_final:
+        final = config.output_dir / "final"
+        trainer.save_model(str(final))
+    rewards = [float(h["reward"]) for h in history if "reward" in h]
+    return RLResult(output_dir=config.output_dir, final_model=final, steps=trainer.state.global_step,
+                    rewards=rewards, log_history=history)

@@ -1,0 +1,277 @@
+"""Sim RL rollouts: an agent acts in the Simulator under a perturbation curriculum; episodes are exported.
+
+Why a curriculum: agents trained only on clean worlds break on the first timeout, so the fault
+rate rises linearly over episodes (``rate_start`` → ``rate_end``) for chosen fault kinds, and each
+episode may carry its own fictional-world facts. Faults are drawn by the Simulator's seeded
+injector, so every injected fault is recorded per step (turn ``meta["fault"]``) exactly as the
+Simulator reported it in ``StepResult.fault``.
+
+The agent is any :class:`ChatBackend`. It is shown the task and the observations and answers with
+one JSON action (MCP: ``{"tool_name": ..., "arguments": {...}}``; terminal: ``{"keystrokes": ...}``
+or a list of them), or ``DONE`` to end. Episodes are recorded in the unified schema
+(:class:`~agentworld.schema.Trajectory`, per-turn meta: source, fault, is_error, reward) and export
+to generic RL rows and to TRL (``environment_factory`` + a dataset whose rows carry each episode's
+world spec, so the curriculum carries into GRPO training).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentworld.io import atomic_write_jsonl
+from agentworld.models.base import ChatBackend, ChatRequest
+from agentworld.models.parsing import remove_thinking
+from agentworld.schema import Message, Trajectory, Turn
+from agentworld.serve.adapters.trl import SimulatedTools, make_trl_environment
+from agentworld.sim.history import ActionError
+from agentworld.sim.session import Simulator
+from agentworld.sim.types import FaultKind, FaultRule, SessionState, WorldSpec
+
+__all__ = ["AGENT_PROMPT", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "parse_agent_action",
+           "run_rollouts", "trajectory_rows", "trl_dataset_rows", "trl_environment", "write_episodes"]
+
+TaskReward = Callable[[SessionState], float]
+DONE = "DONE"
+
+AGENT_PROMPT = """You are an agent acting in an environment to complete a task.
+Task: {task}
+
+{action_help}
+Reply with exactly one action as a JSON value (you may think first, but end with the JSON).
+When the task is complete, reply with {done} instead."""
+
+_MCP_HELP = ("Call one tool per turn with a JSON object: "
+             '{{"tool_name": "<name>", "arguments": {{...}}}}.\nTools:\n{tools}')
+_TERMINAL_HELP = ('Type into the terminal with a JSON object {"keystrokes": "ls -la\\n"} '
+                  "(end commands with \\n) or a list of such objects.")
+
+
+class Curriculum(BaseModel):
+    """Fault rate rising linearly over episodes, split evenly over ``fault_kinds``; optional facts.
+
+    Episode ``i`` of ``n`` has total rate ``rate_start + (rate_end - rate_start) * i / (n - 1)``;
+    each kind gets its own seeded rule at ``rate / len(fault_kinds)`` (so the chance a call faults
+    is about the total rate). ``facts[i % len(facts)]`` are episode ``i``'s fictional-world facts.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    fault_kinds: list[FaultKind] = Field(default_factory=list)
+    rate_start: float = Field(0.0, ge=0, le=1)
+    rate_end: float = Field(0.5, ge=0, le=1)
+    facts: list[list[str]] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    """Limit faults to these tools (empty: every call)."""
+
+    def rate(self, episode: int, episodes: int) -> float:
+        if episodes <= 1:
+            return self.rate_start
+        return self.rate_start + (self.rate_end - self.rate_start) * episode / (episodes - 1)
+
+    def spec_for(self, spec: WorldSpec, episode: int, episodes: int) -> WorldSpec:
+        """``spec`` with this episode's fault rules and facts added to its controls."""
+        rate = self.rate(episode, episodes)
+        rules = [FaultRule(kind=kind, rate=rate / len(self.fault_kinds), tools=list(self.tools))
+                 for kind in self.fault_kinds] if self.fault_kinds else []
+        facts = self.facts[episode % len(self.facts)] if self.facts else []
+        controls = spec.controls.model_copy(update={"faults": [*spec.controls.faults, *rules],
+                                                    "facts": [*spec.controls.facts, *facts]})
+        return spec.model_copy(update={"controls": controls})
+
+
+class Episode(BaseModel):
+    """One rollout: the trajectory (unified schema), the agent's prompts/replies, and the reward."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int
+    seed: int
+    fault_rate: float
+    trajectory: Trajectory
+    prompts: list[list[Message]] = Field(default_factory=list)
+    """The messages the agent saw before each of its replies (aligned with ``completions``)."""
+    completions: list[str] = Field(default_factory=list)
+    reward: float = 0.0
+    done: bool = False
+    """The agent said it was done (rather than running out of turns)."""
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every JSON value found in fences or as balanced ``{...}``/``[...]`` spans, in order."""
+    found: list[Any] = []
+    spans = [m.group(1) for m in re.finditer(r"```(?:json)?\s*(.*?)```", text, re.S | re.I)]
+    stack: list[str] = []
+    start = -1
+    for i, ch in enumerate(text):
+        if ch in "{[":
+            if not stack:
+                start = i
+            stack.append(ch)
+        elif ch in "}]" and stack:
+            stack.pop()
+            if not stack:
+                spans.append(text[start:i + 1])
+    for span in spans:
+        try:
+            found.append(json.loads(span))
+        except ValueError:
+            continue
+    return found
+
+
+def parse_agent_action(reply: str, domain: str) -> dict[str, Any] | list[Any] | None:
+    """The action in an agent reply (the last JSON value of the right shape), or ``None`` for ``DONE``.
+
+    Raises:
+        ActionError: the reply holds no action of the domain's shape.
+    """
+    text = remove_thinking(reply or "")
+    for value in reversed(_json_values(text)):
+        name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
+        if domain == "mcp" and isinstance(value, dict) and isinstance(name, str):
+            return {"tool_name": name, "arguments": value.get("arguments") or {}}
+        if domain == "terminal" and ((isinstance(value, dict) and "keystrokes" in value)
+                                     or (isinstance(value, list) and value and all(
+                                         isinstance(v, dict) and "keystrokes" in v for v in value))):
+            return value
+        if domain not in ("mcp", "terminal") and isinstance(value, dict | list):
+            return value
+    if text.strip().upper().endswith(DONE):
+        return None
+    raise ActionError(f"no {domain} action found in the reply: end it with one JSON action, or {DONE}")
+
+
+def agent_system_prompt(spec: WorldSpec, task: str) -> str:
+    """The agent's system prompt: task, action format and (MCP) the tool list."""
+    if spec.domain == "mcp":
+        tools = "\n".join(f"- {t.get('name')}: {t.get('description', '')} "
+                          f"input schema {json.dumps(t.get('inputSchema') or {})}" for t in spec.tools)
+        help_text = _MCP_HELP.format(tools=tools)
+    elif spec.domain == "terminal":
+        help_text = _TERMINAL_HELP
+    else:
+        help_text = "Act with one JSON value in the environment's action format."
+    return AGENT_PROMPT.format(task=task or "explore the environment", action_help=help_text, done=DONE)
+
+
+def _agent_error() -> dict[str, Any]:
+    return {"source": "agent_error", "fault": None, "is_error": True}
+
+
+async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec: WorldSpec, *, index: int,
+                       seed: int, fault_rate: float, max_turns: int, task: str = "",
+                       task_reward: TaskReward | None = None, agent_model: str = "",
+                       agent_temperature: float | None = None,
+                       agent_max_tokens: int | None = None) -> Episode:
+    """Run one episode; the agent's invalid replies are answered with an error and count as turns."""
+    sim = Simulator(world_model)
+    try:
+        initial = await sim.areset(spec, seed=seed)
+        messages = [Message(role="system", content=agent_system_prompt(spec, task)),
+                    Message(role="user", content=initial or "(the environment is ready)")]
+        turns: list[Turn] = []
+        prompts: list[list[Message]] = []
+        completions: list[str] = []
+        done = False
+        meta: dict[str, Any]
+        for _ in range(max_turns):
+            request = ChatRequest(messages=tuple(messages), model=agent_model, temperature=agent_temperature,
+                                  max_tokens=agent_max_tokens, seed=seed * 1000 + len(turns))
+            reply = (await agent.complete(request)).content
+            prompts.append(list(messages))
+            completions.append(reply)
+            messages.append(Message(role="assistant", content=reply))
+            try:
+                action = parse_agent_action(reply, spec.domain)
+            except ActionError as exc:
+                obs, meta = f"Error: {exc}", _agent_error()
+            else:
+                if action is None:
+                    done = True
+                    break
+                try:
+                    result = await sim.astep(action)
+                except ActionError as exc:
+                    obs, meta = f"Error: {exc}", _agent_error()
+                else:
+                    obs = result.observation
+                    kind = result.fault.kind if result.fault else None
+                    meta = {"source": result.source, "fault": kind,
+                            "is_error": result.is_error, "sim_turn": result.turn}
+            turns.append(Turn(action=reply, observation=obs, meta={**meta, "reward": 0.0}))
+            messages.append(Message(role="user", content=obs))
+        reward = float(task_reward(sim.state())) if task_reward is not None else 0.0
+        if turns:
+            turns[-1] = turns[-1].model_copy(update={"meta": {**turns[-1].meta, "reward": reward}})
+        trajectory = Trajectory(id=f"rollout-{index}", domain=spec.domain, task=task or None,
+                                system_prompt=messages[0].content, turns=tuple(turns),
+                                meta={"episode": index, "seed": seed, "fault_rate": fault_rate,
+                                      "reward": reward,
+                                      "done": done, "facts": list(spec.controls.facts)})
+        return Episode(index=index, seed=seed, fault_rate=fault_rate, trajectory=trajectory, prompts=prompts,
+                       completions=completions, reward=reward, done=done)
+    finally:
+        await sim.aclose()
+
+
+def run_rollouts(agent: ChatBackend, world_model: ChatBackend | None, spec: WorldSpec, curriculum: Curriculum,
+                 episodes: int, max_turns: int, *, task: str = "", task_reward: TaskReward | None = None,
+                 seed: int = 0, **agent_options: Any) -> Iterator[Episode]:
+    """Yield ``episodes`` rollouts, episode ``i`` with the curriculum's spec and seed ``seed + i``.
+
+    ``agent_options``: ``agent_model``, ``agent_temperature``, ``agent_max_tokens``.
+    """
+    for i in range(episodes):
+        episode_spec = curriculum.spec_for(spec, i, episodes)
+        yield asyncio.run(arun_episode(agent, world_model, episode_spec, index=i, seed=seed + i,
+                                       fault_rate=curriculum.rate(i, episodes), max_turns=max_turns,
+                                       task=task,
+                                       task_reward=task_reward, **agent_options))
+
+
+# -- export ----------------------------------------------------------------------------------------
+
+def write_episodes(path: str | Path, episodes: Iterable[Episode]) -> int:
+    """Write the episodes' trajectories (unified schema) as JSONL; returns how many."""
+    rows = [e.trajectory.model_dump(mode="json") for e in episodes]
+    atomic_write_jsonl(path, rows)
+    return len(rows)
+
+
+def episode_rl_rows(episodes: Iterable[Episode]) -> Iterator[dict[str, Any]]:
+    """One ``{prompt, completion, reward}`` row per agent turn; reward is the episode's return."""
+    for e in episodes:
+        for prompt, completion in zip(e.prompts, e.completions, strict=True):
+            yield {"prompt": [m.model_dump() for m in prompt], "completion": completion, "reward": e.reward,
+                   "episode": e.index}
+
+
+def trajectory_rows(episodes: Iterable[Episode]) -> Iterator[dict[str, Any]]:
+    """One ``{trajectory, rewards}`` row per episode (per-turn rewards; the task reward is on the last)."""
+    for e in episodes:
+        yield {"trajectory": e.trajectory.model_dump(mode="json"),
+               "rewards": [float(t.meta.get("reward", 0.0)) for t in e.trajectory.turns]}
+
+
+def trl_environment(spec: WorldSpec, world_model: ChatBackend | Callable[[], ChatBackend] | None, *,
+                    task_reward: TaskReward | None = None, seed: int = 0) -> type[SimulatedTools]:
+    """A TRL ``environment_factory`` class for an MCP world (tools from ``spec.tools``)."""
+    return make_trl_environment(list(spec.tools), model=world_model, spec=spec, reward=task_reward, seed=seed)
+
+
+def trl_dataset_rows(spec: WorldSpec, curriculum: Curriculum, episodes: int, task: str,
+                     seed: int = 0) -> list[dict[str, Any]]:
+    """Dataset rows for ``GRPOTrainer``: ``prompt``, plus ``spec``/``seed`` the environment's reset reads.
+
+    Each row's spec carries that episode's curriculum controls, so fault rates rise over the dataset.
+    """
+    return [{"prompt": [{"role": "user", "content": task}],
+             "spec": curriculum.spec_for(spec, i, episodes).model_dump_json(), "seed": seed + i}
+            for i in range(episodes)]
