@@ -1,0 +1,26 @@
+"""``agentworld demo train`` end to end on the CPU (a couple of steps; the real demo runs 150)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+pytest.importorskip("trl")
+pytest.importorskip("torch")
+
+from agentworld.train.demo import TrainDemoConfig, run_train_demo  # noqa: E402
+
+
+def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
+    config = TrainDemoConfig(out=str(tmp_path / "demo"), steps=3, predict_samples=2, max_new_tokens=16)
+    result = run_train_demo(config, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
+    assert result.steps == 3 and result.train_rows > 0 and result.eval_rows > 0
+    assert result.eval_loss_before is not None and result.eval_loss_after is not None
+    assert result.eval_loss_after < result.eval_loss_before
+    saved = json.loads((tmp_path / "demo" / "result.json").read_text())
+    assert saved["steps"] == 3
+    assert "Tiny world model" in (tmp_path / "demo" / "report.html").read_text()
+    assert (tmp_path / "demo" / "model-init" / "config.json").exists()
