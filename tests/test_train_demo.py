@@ -11,7 +11,7 @@ from rich.console import Console
 pytest.importorskip("trl")
 pytest.importorskip("torch")
 
-from agentworld.train.demo import TrainDemoConfig, run_train_demo  # noqa: E402
+from agentworld.train.demo import TrainDemoConfig, run_train_demo
 
 
 def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
