@@ -24,7 +24,12 @@ Importance sampling stays sequence-level (GSPO). Prints the mean reward of the f
 step windows side by side, the whole per-step curve, and exits 1 unless
 ``last >= first + margin`` and ``last >= min_last`` (defaults 0.2 and 0.5).
 
-    python benchmarks/bench_gspo.py [--steps 70] [--reward rule|hybrid] [--lr 1.5e-3] [--seed 0]
+Measured on 2 CPU cores (300 steps, lr 1.5e-3, ~15 s of RL after the warm-up): mean reward of the
+first vs last 8 steps 0.148 -> 0.734 (seed 1) and 0.180 -> 0.719 (seed 0); chance is 0.25. With
+70-120 steps the curve rises but ends below 0.5 (0.15 -> 0.43 at 120 steps), and learning rates
+of 3e-3 and above lose the output format within a few steps.
+
+    python benchmarks/bench_gspo.py [--steps 300] [--reward rule|hybrid] [--lr 1.5e-3] [--seed 0]
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ def format_warm_start(folder: Path, steps: int = 60, lr: float = 1e-2, seed: int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=70)
+    parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--reward", choices=["rule", "hybrid"], default="rule")
     parser.add_argument("--lr", type=float, default=1.5e-3)
     parser.add_argument("--seed", type=int, default=0)
