@@ -24,24 +24,39 @@ def loads(text: str | bytes) -> Any:
     return orjson.loads(text)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers never see a partial file (tmp file + fsync + rename)."""
+def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> int:
+    """Stream ``lines`` into ``path`` so readers never see a partial file; returns the line count.
+
+    The lines go to a temporary file beside ``path`` (so memory stays flat however many there
+    are), which is fsynced and renamed over ``path`` at the end; on any error it is removed and
+    ``path`` is left as it was.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    count = 0
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for line in lines:
+                handle.write(line)
+                count += 1
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return count
 
 
-def atomic_write_jsonl(path: str | Path, rows: Iterable[Any]) -> None:
-    atomic_write_text(path, "".join(dumps(row) + "\n" for row in rows))
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers never see a partial file (tmp file + fsync + rename)."""
+    atomic_write_lines(path, [text])
+
+
+def atomic_write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
+    """Stream JSON rows into ``path`` atomically (see :func:`atomic_write_lines`); returns the count."""
+    return atomic_write_lines(path, (dumps(row) + "\n" for row in rows))
 
 
 class JsonlJournal:

@@ -45,7 +45,7 @@ from agentworld.data.ingest import ingest
 from agentworld.data.process import expand, samples_to_bench_rows
 from agentworld.data.types import TrainSample
 from agentworld.errors import DataError
-from agentworld.io import atomic_write_text, dumps
+from agentworld.io import atomic_write_jsonl, atomic_write_text
 
 FORMATS: tuple[str, ...] = ("trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench")
 
@@ -166,20 +166,8 @@ def _filtered(samples: Iterable[TrainSample], keep_masked: bool,
 
 
 def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]], report: ExportReport) -> None:
-    """Stream rows into a temporary file beside ``out``; fsync and rename it into place at the end."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(dumps(row) + "\n")
-                report.rows += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Stream rows into ``out`` atomically (a temporary file renamed into place at the end)."""
+    report.rows += atomic_write_jsonl(out, rows)
     report.files.append(str(out))
 
 

@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rich.console import Console
 from rich.table import Table
 
@@ -138,21 +137,10 @@ class PipelineConfig(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> PipelineConfig:
         """Read a YAML/JSON config; errors name the file and the field (``steps.2.options``)."""
+        from agentworld.configfile import load_config_file
+
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise DataError(f"cannot read config: {exc.strerror}", path=str(path)) from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise DataError(f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", path=str(path),
-                            line=mark.line + 1 if mark else None) from None
-        try:
-            config = cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(map(str, err["loc"])) or None
-            raise DataError(err["msg"], path=str(path), field=field) from None
+        config = load_config_file(cls, path)
         return config.relative_to(path.parent)
 
     def relative_to(self, base: Path) -> PipelineConfig:

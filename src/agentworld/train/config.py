@@ -10,12 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.data.masking import MaskConfig
 from agentworld.data.pipeline import InputSpec
-from agentworld.errors import DataError
 
 C = TypeVar("C", bound="TrainCommon")
 
@@ -60,22 +58,10 @@ class TrainCommon(BaseModel):
     @classmethod
     def load(cls: type[C], path: str | Path, **overrides: Any) -> C:
         """Read a YAML/JSON config (``overrides`` win); errors name the file and the field."""
+        from agentworld.configfile import load_config_file
+
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise DataError(f"cannot read config: {exc.strerror}", path=str(path)) from None
-        except yaml.YAMLError as exc:
-            raise DataError(f"not valid YAML/JSON: {exc}", path=str(path)) from None
-        if not isinstance(data, dict):
-            raise DataError("a training config must be a mapping", path=str(path))
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            config = cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(map(str, err["loc"])) or None
-            raise DataError(err["msg"], path=str(path), field=field) from None
+        config = load_config_file(cls, path, **overrides)
         return config.relative_to(path.parent)
 
     def relative_to(self: C, base: Path) -> C:
