@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("torch", reason="needs the train extra: bash install.sh --train")
+pytest.importorskip("trl", reason="needs the train extra: bash install.sh --train")
+
 from agentworld.data.export_formats import IGNORE_INDEX
 from agentworld.data.masking import MaskConfig, mask
 from agentworld.data.process import expand

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("torch", reason="needs the train extra: bash install.sh --train")
+pytest.importorskip("trl", reason="needs the train extra: bash install.sh --train")
+
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.schema import BenchSample
