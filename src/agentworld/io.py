@@ -42,6 +42,7 @@ def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> int:
                 count += 1
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

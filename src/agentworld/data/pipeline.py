@@ -22,8 +22,6 @@ Example config::
 from __future__ import annotations
 
 import inspect
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -39,7 +37,7 @@ from agentworld.data.masking import MaskConfig, mask
 from agentworld.data.process import DatasetStats, StepCounter, expand
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
-from agentworld.io import atomic_write_text, dumps
+from agentworld.io import atomic_write_jsonl, atomic_write_text
 
 TRAJECTORY_STEPS: dict[str, Callable[..., Iterator[Any]]] = {
     "skip_retry_cycles": proc.skip_retry_cycles, "drop_no_change": proc.drop_no_change}
@@ -192,22 +190,7 @@ def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None =
 
 def write_jsonl_stream(path: Path, rows: Iterable[Any]) -> int:
     """Write rows one by one into a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(dumps(row) + "\n")
-                n += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    return atomic_write_jsonl(path, rows)
 
 
 def _write_output(samples: Iterable[TrainSample], spec: OutputSpec) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
+from agentworld.serve.net import bind_tcp
 
 RESPONSE_TAG = "predicted_observation"
 JUDGE_TAG = "final_evaluation"
@@ -499,16 +500,7 @@ def create_app(config: MockConfig) -> FastAPI:
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """A listening socket. ``IPPROTO_TCP`` must be explicit: asyncio sets ``TCP_NODELAY`` on accepted
-    connections only when the protocol says TCP, and without it Nagle + delayed ACK add ~40 ms to
-    every response (headers and body are written separately)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(4096)
-    sock.setblocking(False)
-    return sock
+    return bind_tcp(host, port, backlog=4096)
 
 
 def _server(app: Any) -> Any:

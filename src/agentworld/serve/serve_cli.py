@@ -20,6 +20,7 @@ import typer
 from pydantic import SecretStr
 
 from agentworld.errors import AgentWorldError
+from agentworld.serve.net import bind_tcp
 
 app = typer.Typer(help="Serve simulated environments (MCP or the HTTP session API).", no_args_is_help=True)
 
@@ -33,14 +34,7 @@ ApiKey = Annotated[str | None, typer.Option("--api-key", envvar="OPENAI_API_KEY"
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (``IPPROTO_TCP`` explicit so asyncio sets ``TCP_NODELAY``: no Nagle delays)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.setblocking(False)
-    return sock
+    return bind_tcp(host, port, backlog=2048)
 
 
 def run_uvicorn(asgi_app: Any, host: str, port: int, path: str) -> None:
