@@ -17,11 +17,23 @@ runner = CliRunner()
 def test_help_lists_every_command() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for name in ("demo", "record", "eval", "mock-server"):
-        assert name in result.output
-    eval_help = runner.invoke(app, ["eval", "--help"]).output
-    for name in ("run", "infer", "judge", "score", "report"):
-        assert name in eval_help
+    commands = result.output.split("Commands:")[1].splitlines()
+    listed = [line.split()[0] for line in commands if line.startswith("  ") and line[2] != " "]
+    assert listed == ["demo", "record", "eval", "data", "serve", "train", "shell"]
+    assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
+    groups = {"eval": ["run", "infer", "judge", "score", "report"], "record": ["terminal", "mcp"],
+              "data": ["convert", "process", "stats", "export"], "serve": ["mcp", "http", "mock"],
+              "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"]}
+    for group, commands in groups.items():
+        text = runner.invoke(app, [group, "--help"]).output
+        for command in commands:
+            assert runner.invoke(app, [group, command, "--help"]).exit_code == 0, (group, command)
+            assert f"  {command} " in text or f"  {command}\n" in text, (group, command)
+    for alias, target in (("mock-server", ["serve", "mock"]), ("rollout", ["train", "rollout"])):
+        old = runner.invoke(app, [alias, "--help"])
+        assert old.exit_code == 0 and "--help" in old.output
+        assert old.output.split("Options:")[1] == runner.invoke(app, [*target, "--help"]).output.split(
+            "Options:")[1]
 
 
 def test_retrieval_run_scores_rules_and_writes_report(tmp_path: Path) -> None:

@@ -2,7 +2,16 @@
 
 A field becomes ``--field-name`` with the field's description as help; ``list`` fields are
 repeatable; ``bool`` fields are flags (``--x/--no-x`` when they default to true); ``Literal``
-fields are choices; ``json_schema_extra={"envvar": ...}`` names an environment variable default.
+fields are choices; ``json_schema_extra={"envvar": ...}`` names an environment variable default
+(or several, tried in order).
+
+The house style every command follows (tested over the whole command tree in ``tests/test_cli.py``):
+options come from a typed config; every option has help text; units are in names (``--timeout-s``);
+endpoints are ``--model-base-url/--model/--model-api-key``, ``--judge-…`` and ``--agent-…``
+(:mod:`agentworld.endpoints`); help is plain text (no markup, so ``agentworld[train]`` survives);
+a user error is one red line on stderr and exit code 2 (raise :class:`~agentworld.errors.AgentWorldError`,
+the root command prints it). Command modules import only configs at module level and the heavy
+parts inside the command body, so ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -15,8 +24,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
+
+from agentworld.errors import AgentWorldError
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -45,7 +56,16 @@ def _cli_type(annotation: Any) -> Any:
     return inner | None if optional else inner
 
 
+def new_app(help: str, **options: Any) -> typer.Typer:
+    """A command group in the house style: plain-text help, help when run bare, no completion noise."""
+    settings: dict[str, Any] = {"no_args_is_help": True, "rich_markup_mode": None, "add_completion": False,
+                                "pretty_exceptions_enable": False}
+    return typer.Typer(help=help, **{**settings, **options})
+
+
 def _option(name: str, info: FieldInfo) -> inspect.Parameter:
+    if not info.description:
+        raise TypeError(f"config field {name!r} has no description: every CLI option needs help text")
     annotation = _cli_type(info.annotation)
     flag = "--" + name.replace("_", "-")
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
@@ -56,18 +76,20 @@ def _option(name: str, info: FieldInfo) -> inspect.Parameter:
         default = None
     else:
         default = info.default
-    envvar = extra.get("envvar")
-    option = typer.Option(default, *decls, help=info.description or "",
-                          envvar=envvar if isinstance(envvar, str) else None, show_envvar=bool(envvar))
+    raw = extra.get("envvar")
+    envvar = raw if isinstance(raw, str) else [str(v) for v in raw] if isinstance(raw, list) else None
+    option = typer.Option(default, *decls, help=info.description, envvar=envvar, show_envvar=bool(envvar))
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
 
 
-def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., None], *, name: str,
+def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., None], *, name: str | None,
                    exclude: tuple[str, ...] = (), extra: dict[str, tuple[Any, Any]] | None = None,
-                   help: str | None = None) -> None:
+                   help: str | None = None, hidden: bool = False) -> None:
     """Register ``name`` on ``app``: its options are ``config_cls``'s fields, its body ``run(config)``.
 
     Args:
+        name: the command name; ``None`` makes it the group's own body (``agentworld demo``), run
+            when no sub-command is given.
         exclude: fields not offered on the command line (they keep their defaults).
         extra: options that are not config fields, ``name: (annotation, typer.Option(...))``;
             they are passed on as ``run(config, name=value)``.
@@ -76,16 +98,42 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
     for key, (annotation, option) in (extra or {}).items():
         params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=option,
                                         annotation=annotation))
+    if name is None:
+        params.insert(0, inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                           annotation=typer.Context))
 
-    def command(**values: Any) -> None:
+    def command(ctx: typer.Context | None = None, **values: Any) -> None:
+        if ctx is not None and ctx.invoked_subcommand is not None:
+            return
         fields = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()
                   if k in config_cls.model_fields and v is not None}
-        config = config_cls.model_validate(fields)
+        config = validate_options(config_cls, fields)
         run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
     command.__doc__ = help or (config_cls.__doc__ or "").strip()
-    app.command(name=name)(command)
+    if name is None:
+        app.callback(invoke_without_command=True)(command)
+    else:
+        app.command(name=name, hidden=hidden)(command)
+
+
+def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:
+    """``config_cls(**values)``, with a validation failure reported as the options that were wrong.
+
+    Raises:
+        AgentWorldError: ``--concurrency: Input should be greater than or equal to 1`` and the like.
+    """
+    try:
+        return config_cls.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error["loc"])
+            flag = "--" + where.replace("_", "-") if where in config_cls.model_fields else where or "options"
+            problems.append(f"{flag}: {error['msg']}")
+        raise AgentWorldError("; ".join(problems)) from None
 
 
 class StageProgress:

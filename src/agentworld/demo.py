@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from pydantic import Field
+
+from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 DEMO_SCENARIOS: tuple[str, ...] = (
     "files-heredoc",
@@ -28,21 +32,24 @@ DEMO_SCENARIOS: tuple[str, ...] = (
 """Built-in scenarios the demo records fresh; the retrieval index is built without them."""
 
 
-@dataclass(frozen=True)
-class DemoConfig:
-    """Options of ``agentworld demo`` (see the CLI help for each)."""
+class DemoConfig(ModelEndpoint, JudgeEndpoint):
+    """Offline demo: record real terminal sessions in the sandbox, simulate them, score them, write the
+    report (one run folder per world model)."""
 
-    out: str = "agentworld-demo"
-    model_base_url: str | None = None
-    model: str = "retrieval"
-    judge_base_url: str | None = None
-    judge_model: str | None = None
-    seed: int = 0
-    scenarios: tuple[str, ...] = DEMO_SCENARIOS
+    out: Path = Field(Path("agentworld-demo"), description="Folder for the recordings, the runs and the "
+                      "report (resumed when it exists).")
+    model: str = Field("retrieval", description="World model: the served model name with --model-base-url; "
+                       "without it a backend name (default: the offline retrieval baseline, built from the "
+                       "shipped corpus without the demo scenarios).")
+    seed: int = Field(0, description="Seed of the sandbox hostnames and any sampling.")
+    scenarios: tuple[str, ...] = Field(DEMO_SCENARIOS, description="Built-in scenarios to record and "
+                                       "simulate.")
 
 
 def record_demo_data(config: DemoConfig, data_file: Path, console: Console) -> None:
     """Record the demo scenarios into ``data_file`` (resumes: finished scenarios are kept)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     from agentworld.envs.record import builtin_scenarios_dir, load_scenarios, record_to_jsonl
     from agentworld.envs.sandbox import missing_tools
 
@@ -69,6 +76,8 @@ def record_demo_data(config: DemoConfig, data_file: Path, console: Console) -> N
 
 def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     """Run the whole demo; returns the path of the HTML report."""
+    from rich.console import Console
+
     from agentworld.eval.config import EvalConfig
     from agentworld.eval.report import write_report
     from agentworld.eval.runner import run_eval
@@ -95,7 +104,8 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")
     run_config = EvalConfig(
         data=[data_file], out=run_dir, model=config.model, model_base_url=config.model_base_url,
-        judge_base_url=config.judge_base_url, judge_model=config.judge_model,
+        model_api_key=config.model_api_key, judge_base_url=config.judge_base_url,
+        judge_model=config.judge_model, judge_api_key=config.judge_api_key,
         no_judge=config.judge_base_url is None, temperature=0.0 if model is not None else 0.6,
         seed=config.seed)
     report = run_eval(run_config, model=model)

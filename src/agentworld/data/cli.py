@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agentworld.cli_support import new_app
 from agentworld.data.ingest import IngestReport, formats, ingest, records
 from agentworld.data.masking import mask
 from agentworld.data.pipeline import PipelineConfig, run_pipeline, write_jsonl_stream
@@ -23,8 +24,7 @@ from agentworld.data.types import MASK_CATEGORIES, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_text
 
-app = typer.Typer(name="data", no_args_is_help=True, pretty_exceptions_show_locals=False,
-                  help="Training data: convert logs, clean/expand/mask/split them, inspect datasets.")
+app = new_app("Training data: convert logs, clean/expand/mask/split them, inspect datasets.")
 console = Console(stderr=True, soft_wrap=True)
 
 

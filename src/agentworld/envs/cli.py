@@ -14,12 +14,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agentworld.cli_support import new_app
 from agentworld.envs.record import Scenario, builtin_scenarios_dir, load_scenarios, record_to_jsonl
 from agentworld.envs.sandbox import SandboxConfig
 from agentworld.errors import AgentWorldError
 from agentworld.schema import Trajectory
 
-app = typer.Typer(help="Record real environment sessions into AgentWorldBench rows.", no_args_is_help=True)
+app = new_app("Record real environments: terminal sessions in the sandbox, MCP traffic through a proxy.")
 
 
 @app.callback()

@@ -11,14 +11,13 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from agentworld.cli_support import config_command
+from agentworld.cli_support import config_command, new_app
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
 from agentworld.eval.runner import run_eval, run_judge, score_run
 from agentworld.eval.score import ScoreReport, render, score_official_judged
 
-app = typer.Typer(help="Evaluate world models on AgentWorldBench-format data.", no_args_is_help=True,
-                  pretty_exceptions_show_locals=False)
+app = new_app("Evaluate world models on AgentWorldBench-format data.")
 
 
 @contextmanager

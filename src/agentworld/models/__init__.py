@@ -1,4 +1,13 @@
-"""World-model and judge backends behind one protocol (:class:`ChatBackend`)."""
+"""World-model and judge backends behind one protocol (:class:`ChatBackend`).
+
+The concrete backends are imported on first use: the ``openai`` SDK alone takes over a second
+to import, and most commands (``--help``, the retrieval baseline, data tools) never need it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from agentworld.models.base import (
     ChatBackend,
@@ -9,26 +18,39 @@ from agentworld.models.base import (
     create_backend,
     register_backend,
 )
-from agentworld.models.openai_compat import OpenAIBackend
-from agentworld.models.scripted import ScriptedBackend
+
+if TYPE_CHECKING:
+    from agentworld.models.openai_compat import OpenAIBackend
+    from agentworld.models.retrieval import EmptyCorpusError, RetrievalBackend, RetrievalIndex, Transition
+    from agentworld.models.scripted import ScriptedBackend
+
+_LAZY = {
+    "OpenAIBackend": "agentworld.models.openai_compat",
+    "ScriptedBackend": "agentworld.models.scripted",
+    "EmptyCorpusError": "agentworld.models.retrieval",
+    "RetrievalBackend": "agentworld.models.retrieval",
+    "RetrievalIndex": "agentworld.models.retrieval",
+    "Transition": "agentworld.models.retrieval",
+}
 
 __all__ = [
     "ChatBackend",
     "ChatRequest",
     "ChatResult",
+    "EmptyCorpusError",
     "OpenAIBackend",
+    "RetrievalBackend",
+    "RetrievalIndex",
     "ScriptedBackend",
+    "Transition",
     "Usage",
     "backend_names",
     "create_backend",
     "register_backend",
 ]
 
-from agentworld.models.retrieval import (
-    EmptyCorpusError,
-    RetrievalBackend,
-    RetrievalIndex,
-    Transition,
-)
 
-__all__ += ["EmptyCorpusError", "RetrievalBackend", "RetrievalIndex", "Transition"]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'agentworld.models' has no attribute {name!r}")

@@ -7,6 +7,7 @@ A backend turns a :class:`ChatRequest` (messages + sampling settings) into a :cl
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,6 +82,9 @@ class ChatBackend(Protocol):
 
 
 _REGISTRY: dict[str, Callable[..., ChatBackend]] = {}
+_BUILTIN = {"openai": "agentworld.models.openai_compat", "retrieval": "agentworld.models.retrieval",
+            "scripted": "agentworld.models.scripted"}
+"""Built-in backends, imported only when asked for: the ``openai`` SDK alone takes over a second."""
 
 
 def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callable[..., ChatBackend]]:
@@ -95,16 +99,15 @@ def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callab
 
 def create_backend(name: str, **options: Any) -> ChatBackend:
     """Build a registered backend by name, e.g. ``create_backend("openai", base_url=..., model=...)``."""
-    import agentworld.models  # noqa: F401  (registers the built-in backends)
-
+    if name not in _REGISTRY and name in _BUILTIN:
+        importlib.import_module(_BUILTIN[name])
     try:
         factory = _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown backend {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(backend_names())}") from None
     return factory(**options)
 
 
 def backend_names() -> list[str]:
-    import agentworld.models  # noqa: F401
-
-    return sorted(_REGISTRY)
+    """Every backend name :func:`create_backend` accepts (built-in and registered)."""
+    return sorted(set(_REGISTRY) | set(_BUILTIN))

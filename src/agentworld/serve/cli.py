@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
+from agentworld.cli_support import new_app
 from agentworld.serve.mock_server import MALFORMED_KINDS, MockConfig, serve_forever
 
-app = typer.Typer(help="Serving helpers.", no_args_is_help=True)
+app = new_app("Serving helpers.")
 
 
 @app.callback()

@@ -19,10 +19,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import SecretStr
 
+from agentworld.cli_support import new_app
 from agentworld.errors import AgentWorldError
 from agentworld.serve.net import bind_tcp
 
-app = typer.Typer(help="Serve simulated environments (MCP or the HTTP session API).", no_args_is_help=True)
+app = new_app("Serve simulated environments (MCP, the HTTP session API) and the mock OpenAI-compatible "
+              "server.")
 
 ModelUrl = Annotated[str, typer.Option("--model-base-url", help="World model's OpenAI-compatible endpoint.",
                                        show_default=False)]
@@ -117,6 +119,10 @@ def http(
         max_body_bytes=max_body_bytes, concurrency=concurrency)
     run_uvicorn(create_app(config), host, port, "/v1")
 
+
+from agentworld.serve.cli import mock_server  # noqa: E402  (the mock server is one more serve command)
+
+app.command("mock")(mock_server)
 
 if __name__ == "__main__":
     app()

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from agentworld.cli_support import new_app
 from agentworld.domains.actions import PROMPT_RE
 from agentworld.errors import AgentWorldError
 from agentworld.sim.session import Simulator
@@ -151,7 +152,7 @@ def run_shell(simulator: Simulator, stdin: TextIO, stdout: TextIO, *, spec: Worl
     return steps
 
 
-app = typer.Typer(help="Type into a simulated environment.", add_completion=False)
+app = new_app("Type into a simulated environment.", no_args_is_help=False)
 
 
 @app.command("shell")

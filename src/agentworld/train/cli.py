@@ -11,9 +11,10 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from agentworld.cli_support import new_app
 from agentworld.train.common import TrainResult
 
-app = typer.Typer(help="Training recipes: CPT, SFT (and RL).", no_args_is_help=True)
+app = new_app("Train world models (CPT, SFT, RL) and run Sim RL rollouts.")
 
 ConfigOpt = typer.Option(..., "--config", "-c", help="YAML/JSON config file (see agentworld.train.config).")
 MaxStepsOpt = typer.Option(None, "--max-steps", help="Override max_steps.")
@@ -60,3 +61,8 @@ def rl(config: Path = ConfigOpt, max_steps: int | None = MaxStepsOpt,
     result = run_rl(RLConfig.model_validate({**data, **overrides}))
     Console().print_json(data={"output_dir": str(result.output_dir), "steps": result.steps,
                                "rewards": list(result.rewards)})
+
+
+from agentworld.train.rollout_cli import rollout  # noqa: E402  (Sim RL rollouts are a training step)
+
+app.command("rollout")(rollout)

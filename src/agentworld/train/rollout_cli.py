@@ -12,6 +12,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
+from agentworld.cli_support import new_app
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import create_backend
 from agentworld.sim.types import FAULT_KINDS, FaultKind, WorldSpec
@@ -23,7 +24,7 @@ from agentworld.train.rollout import (
     write_episodes,
 )
 
-app = typer.Typer(add_completion=False, help="Sim RL rollouts under a fault curriculum.")
+app = new_app("Sim RL rollouts under a fault curriculum.", no_args_is_help=False)
 
 
 def _tools(path: Path) -> list[dict[str, Any]]:

@@ -1,0 +1,107 @@
+"""The three kinds of model endpoint a command can talk to, named the same way everywhere.
+
+Why one module: ``eval``, ``serve``, ``shell``, ``demo`` and ``train rollout`` all reach a *world
+model* (``--model-base-url/--model/--model-api-key``), some a *judge* (``--judge-…``) and an
+*agent* (``--agent-…``). Declaring the fields once keeps the flags, help texts, environment
+variables and the backend construction identical across commands. Keys are :class:`SecretStr`
+(never dumped, never printed) and are best given through the environment variables, since a
+key on the command line shows in ``ps``.
+
+This module only imports pydantic, so configs built from it stay cheap to import for ``--help``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agentworld.errors import AgentWorldError
+
+MODEL_KEY_ENV = ("AGENTWORLD_MODEL_API_KEY", "OPENAI_API_KEY")
+JUDGE_KEY_ENV = "AGENTWORLD_JUDGE_API_KEY"
+AGENT_KEY_ENV = "AGENTWORLD_AGENT_API_KEY"
+_KEY_HELP = "prefer the environment variable: a key on the command line shows in ps; never written to disk"
+
+
+class ModelEndpoint(BaseModel):
+    """The world model: an OpenAI-compatible endpoint, or a registered backend by name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(description="World model: the served model name with --model-base-url; without it "
+                       "a backend name (retrieval: the offline baseline; scripted: tests).")
+    model_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the world model "
+                                       "(vLLM, SGLang, llama.cpp server, a hosted API).")
+    model_api_key: SecretStr | None = Field(
+        None, description=f"World-model API key ({_KEY_HELP}).",
+        json_schema_extra={"runtime": True, "envvar": list(MODEL_KEY_ENV)})
+    model_corpus: list[Path] = Field(
+        default_factory=list,
+        description="Retrieval backend only: recordings to build it from (AgentWorldBench or unified "
+                    "JSONL files or folders; repeat or several after one flag); default: the shipped "
+                    "terminal corpus.")
+
+
+class JudgeEndpoint(BaseModel):
+    """The judge that scores predictions (rubric, Turing or reference mode)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judge_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the judge.",
+                                       json_schema_extra={"judge": True})
+    judge_model: str | None = Field(None, description="Judge model name (or a backend name without a URL).",
+                                    json_schema_extra={"judge": True})
+    judge_api_key: SecretStr | None = Field(
+        None, description=f"Judge API key ({_KEY_HELP}).",
+        json_schema_extra={"runtime": True, "envvar": JUDGE_KEY_ENV})
+
+
+class AgentEndpoint(BaseModel):
+    """The agent acting in a simulated world (rollouts)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_base_url: str = Field(description="OpenAI-compatible base URL of the agent.")
+    agent_model: str = Field(description="Agent model name.")
+    agent_api_key: SecretStr | None = Field(
+        None, description=f"Agent API key ({_KEY_HELP}).",
+        json_schema_extra={"runtime": True, "envvar": AGENT_KEY_ENV})
+
+
+def secret(value: SecretStr | None) -> str | None:
+    """The plain key, only at the point where a client needs it."""
+    return value.get_secret_value() if value is not None else None
+
+
+def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | str | None = None, *,
+                  corpus: list[Path] | None = None, **client: Any) -> Any:
+    """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set, otherwise the
+    registered backend called ``name`` (``retrieval`` built from ``corpus`` when given).
+
+    Args:
+        client: options of the OpenAI-compatible client (``concurrency``, ``max_retries``,
+            ``timeout_s``, ``backoff_base_s``); ignored by named backends.
+
+    Raises:
+        AgentWorldError: an unknown backend name, or a corpus given to a backend that takes none.
+    """
+    from agentworld.models.base import backend_names, create_backend
+
+    key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
+    if base_url:
+        if corpus:
+            raise AgentWorldError("--model-corpus applies to the retrieval backend only, not to an endpoint "
+                                  "given with --model-base-url")
+        return create_backend("openai", base_url=base_url, model=name, api_key=key, **client)
+    known = backend_names()
+    if name not in known or name == "openai":
+        hint = "" if name == "openai" else f"unknown world-model backend {name!r}; "
+        raise AgentWorldError(f"{hint}give --model-base-url for a served model, or --model with one of: "
+                              f"{', '.join(n for n in known if n != 'openai')}")
+    if corpus:
+        if name != "retrieval":
+            raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
+        return create_backend(name, corpus=list(corpus))
+    return create_backend(name)
