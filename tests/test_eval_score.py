@@ -87,3 +87,31 @@ def test_ab_rates() -> None:
 
 def test_normalise() -> None:
     assert (normalise(1), normalise(3), normalise(5)) == (0.0, 50.0, 100.0)
+
+
+def test_tables_printed_into_a_pipe_keep_every_header_and_number(tmp_path: Path) -> None:
+    """Captured output is not a terminal (like CI logs or ``| tee``): nothing may be cut to 80 columns."""
+    from agentworld.cli import app as root
+    from agentworld.eval import EvalConfig, run_eval
+    from agentworld.eval.score import RUBRIC_HEAD, RULE_COLUMNS
+    from test_eval_helpers import bench_rows, scripted_judge, scripted_model, write_bench
+
+    write_bench(tmp_path / "data", bench_rows(2))
+    write_bench(tmp_path / "data", bench_rows(1, domain="mcp", prefix="m"), domain="mcp")
+    config = EvalConfig(data=[tmp_path / "data"], out=tmp_path / "run", model="scripted",
+                        judge_model="scripted", progress=False)
+    run_eval(config, model=scripted_model(), judge=scripted_judge())    # the CLI run below resumes it
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+    for command in (["eval", "score", "--run", str(tmp_path / "run")],
+                    ["eval", "run", "--data", str(tmp_path / "data"), "--out", str(tmp_path / "run"),
+                     "--model", "scripted", "--judge-model", "scripted", "--no-progress"]):
+        result = CliRunner().invoke(root, command, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        words = result.output.split()
+        assert "…" not in result.output
+        assert all(head in words for head in (*RUBRIC_HEAD, *RULE_COLUMNS)), result.output
+        numbers = [v for d in scores["domains"].values() for v in d.values() if isinstance(v, float)]
+        numbers += [v for d in scores["rules"].values() for v in d.values()]
+        assert numbers and all(f"{v:.2f}" in words for v in numbers), result.output
+        for name, domain in scores["domains"].items():
+            assert f"{domain['valid']}/{domain['n']}" in words and name in words

@@ -1,56 +1,133 @@
-"""``agentworld eval``: run, infer, judge and score, with options generated from the config classes."""
+"""``agentworld eval``: run, infer, judge, score and report, with options generated from the config classes.
+
+Only the configs are imported here; the runner, the backends (the ``openai`` SDK) and rich are
+imported inside the command that needs them, so ``--help`` and the start of a run stay fast.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.cli_support import config_command, new_app
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
-from agentworld.eval.runner import run_eval, run_judge, score_run
-from agentworld.eval.score import ScoreReport, render, score_official_judged
+from agentworld.redact import redact_text
+
+if TYPE_CHECKING:
+    from agentworld.eval.score import ScoreReport
 
 app = new_app("Evaluate world models on AgentWorldBench-format data.")
 
 
+class ScoreConfig(BaseModel):
+    """``agentworld eval score``: aggregate the scores of a run, or of the official script's output."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: Path | None = Field(None, description="Run folder to score (rewrites its scores.json).")
+    judged: Path | None = Field(None, description="judged.jsonl written by the official eval.py: reproduce "
+                                "its numbers (and show the failures it drops).")
+
+
+class ReportConfig(BaseModel):
+    """``agentworld eval report``: one self-contained HTML file for a run folder."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: Path = Field(description="Run folder written by 'eval run' or 'eval infer'.")
+    out: Path | None = Field(None, description="HTML file to write (default: RUN/report.html).")
+
+
 @contextmanager
 def _errors() -> Iterator[None]:
-    """agentworld's own errors become one red line and exit code 2 (no traceback)."""
+    """agentworld's own errors become one red line and exit code 2 (no traceback), without credentials.
+
+    The root command does the same; this also covers ``python -m agentworld.eval.cli``.
+    """
     try:
         yield
     except AgentWorldError as exc:
-        typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+        typer.secho(f"error: {redact_text(str(exc))}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
 
 
 def _show(report: ScoreReport, as_json: bool = False) -> None:
+    """The report on stdout: JSON, rich tables on a terminal, or full-width plain text in a pipe."""
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
+    elif sys.stdout.isatty():
+        from rich.console import Console
+
+        from agentworld.eval.score import render
+
         render(report, Console())
+    else:
+        from agentworld.eval.score import render_text
+
+        typer.echo(render_text(report))
 
 
 def _run(config: EvalConfig) -> None:
+    from agentworld.eval.runner import run_eval
+
     with _errors():
         _show(run_eval(config))
         typer.echo(f"wrote {config.out / 'scores.json'}")
 
 
 def _infer(config: InferConfig) -> None:
+    from agentworld.eval.runner import run_eval
+
     with _errors():
         _show(run_eval(EvalConfig(**dict(config), no_judge=True)))
 
 
 def _judge(config: JudgeConfig) -> None:
+    from agentworld.eval.runner import run_judge
+
     with _errors():
         _show(run_judge(config))
+
+
+def _score(config: ScoreConfig, as_json: bool = False) -> None:
+    from agentworld.eval.runner import score_run
+    from agentworld.eval.score import score_official_judged
+
+    with _errors():
+        if (config.run is None) == (config.judged is None):
+            raise AgentWorldError("give exactly one of --run DIR or --judged FILE")
+        if config.judged is not None:
+            if not config.judged.is_file():
+                raise AgentWorldError(f"{config.judged}: no such file")
+            rows: list[dict[str, Any]] = []
+            for number, line in enumerate(config.judged.read_text("utf-8").splitlines(), 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise AgentWorldError(f"{config.judged}:{number}: not JSON ({exc.msg})") from None
+            report = score_official_judged(rows)
+        else:
+            assert config.run is not None
+            report = score_run(config.run)
+        _show(report, as_json)
+
+
+def _report(config: ReportConfig) -> None:
+    from agentworld.eval.report import write_report
+    from agentworld.eval.runfolder import require_run
+
+    with _errors():
+        require_run(config.run)
+        typer.echo(f"wrote {write_report(config.run, config.out)}")
 
 
 config_command(app, EvalConfig, _run, name="run",
@@ -59,43 +136,11 @@ config_command(app, InferConfig, _infer, name="infer",
                help="World-model predictions only (resumable); judge later with 'eval judge --run'.")
 config_command(app, JudgeConfig, _judge, name="judge",
                help="(Re-)judge the predictions of a run; the world model is never called again.")
-
-
-@app.command()
-def score(
-    run: Path | None = typer.Option(None, "--run", help="Run folder to score (writes its scores.json)."),
-    judged: Path | None = typer.Option(None, "--judged", help="judged.jsonl written by the official "
-                                       "eval.py: reproduce its numbers."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-) -> None:
-    """Aggregate scores: per-domain table, both Overall figures, failures, tokens."""
-    with _errors():
-        if (run is None) == (judged is None):
-            raise AgentWorldError("give exactly one of --run DIR or --judged FILE")
-        if judged is not None:
-            if not judged.is_file():
-                raise AgentWorldError(f"{judged}: no such file")
-            lines = judged.read_text("utf-8").splitlines()
-            rows: list[dict[str, Any]] = [json.loads(line) for line in lines if line.strip()]
-            report = score_official_judged(rows)
-        else:
-            assert run is not None
-            report = score_run(run)
-        _show(report, as_json)
-
-
-@app.command()
-def report(
-    run: Path = typer.Option(..., "--run", help="Run folder written by 'eval run' or 'eval infer'."),
-    out: Path | None = typer.Option(None, "--out", help="HTML file to write (default RUN/report.html)."),
-) -> None:
-    """Write a self-contained HTML report: charts, rule-tier table, per-sample diffs."""
-    from agentworld.eval.report import write_report
-
-    with _errors():
-        if not (run / "predictions.jsonl").exists():
-            raise AgentWorldError(f"{run}: not a run folder (no predictions.jsonl)")
-        typer.echo(f"wrote {write_report(run, out)}")
+config_command(app, ScoreConfig, _score, name="score",
+               extra={"as_json": (bool, typer.Option(False, "--json", help="Print the report as JSON."))},
+               help="Aggregate scores: per-domain table, both Overall figures, failures, tokens.")
+config_command(app, ReportConfig, _report, name="report",
+               help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Typed configuration of ``agentworld eval``: one pydantic class per entry point, the CLI built from it.
 
 Each field is documented once, here; :mod:`agentworld.cli_support` turns the classes into typer
-commands. A field's ``json_schema_extra`` says which part of the run it belongs to: ``runtime``
-fields (concurrency, progress, keys, …) may change between resumptions, ``judge`` fields may
-change when re-judging, everything else identifies the predictions and must not change.
+commands. The world-model and judge endpoint fields come from :mod:`agentworld.endpoints`, so they
+are named, documented and read from the environment as in every other command. A field's
+``json_schema_extra`` says which part of the run it belongs to: ``runtime`` fields (concurrency,
+progress, keys, …) may change between resumptions, ``judge`` fields may change when re-judging,
+everything else identifies the predictions and must not change.
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentworld.errors import ConfigMismatchError
-from agentworld.io import atomic_write_text, dumps, loads
+from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
+from agentworld.errors import ConfigMismatchError, DataError
+from agentworld.redact import redact_url
 
 JudgeMode = Literal["rubric", "turing", "reference"]
 _RUNTIME: dict[str, Any] = {"runtime": True}
@@ -28,7 +30,8 @@ class RuntimeFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    concurrency: int = Field(16, ge=1, description="Samples processed at once (the backends also limit).",
+    concurrency: int = Field(16, ge=1, description="Requests in flight per endpoint: up to this many "
+                             "predictions, and as many judgings of finished predictions, at once.",
                              json_schema_extra=_RUNTIME)
     progress: bool = Field(True, description="Show a progress bar with ETA (off when not a terminal).",
                            json_schema_extra=_RUNTIME)
@@ -44,18 +47,9 @@ class RuntimeFields(BaseModel):
                         json_schema_extra=_RUNTIME)
 
 
-class JudgeFields(BaseModel):
+class JudgeFields(JudgeEndpoint):
     """Which judge scores the predictions, and how; may differ between judgings of one run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    judge_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the judge.",
-                                       json_schema_extra=_JUDGE)
-    judge_model: str | None = Field(None, description="Judge model name (or a backend name without URL).",
-                                    json_schema_extra=_JUDGE)
-    judge_api_key: SecretStr | None = Field(
-        None, description="Judge API key (never written to disk).",
-        json_schema_extra={**_RUNTIME, "envvar": "AGENTWORLD_JUDGE_API_KEY"})
     judge_mode: JudgeMode = Field("rubric", description="rubric scores, turing (which is real?) or "
                                   "reference (which of two predictions is closer to the truth?).",
                                   json_schema_extra=_JUDGE)
@@ -73,20 +67,13 @@ class JudgeFields(BaseModel):
                       json_schema_extra=_JUDGE)
 
 
-class InferFields(BaseModel):
+class InferFields(ModelEndpoint):
     """What is predicted: data, world model and sampling; fixed for the life of a run folder."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     data: list[Path] = Field(description="AgentWorldBench JSONL files or folders of *_test.jsonl "
                              "(several after one --data, or --data repeated).")
-    out: Path = Field(description="Run folder (created; an existing one is resumed).",
-                      json_schema_extra=_RUNTIME)
-    model: str = Field(description="World-model name; without --model-base-url, a backend name "
-                       "(e.g. retrieval, scripted).")
-    model_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the world model.")
-    model_api_key: SecretStr | None = Field(None, description="World-model API key (never written to disk).",
-                                            json_schema_extra={**_RUNTIME, "envvar": "OPENAI_API_KEY"})
+    out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run "
+                      "is resumed; any other non-empty folder is refused.", json_schema_extra=_RUNTIME)
     max_tokens: int = Field(32768, ge=1, description="max_tokens of world-model requests.")
     temperature: float = Field(0.6, ge=0, description="Temperature of world-model requests.")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (after --domains).")
@@ -124,6 +111,11 @@ def _kind(config_cls: type[BaseModel], name: str) -> str:
     return "judge" if isinstance(extra, dict) and extra.get("judge") else "infer"
 
 
+_OMITTED_WHEN_EMPTY = ("model_corpus",)
+"""Fields added after the first run-folder layout: left out of ``config.json`` while unset, so runs
+written before them resume unchanged."""
+
+
 def fingerprint_file(paths: list[Path]) -> str:
     """sha256 over the bytes of the given files, so a changed data or prompt file is noticed."""
     digest = hashlib.sha256()
@@ -133,18 +125,51 @@ def fingerprint_file(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
+def fingerprint_paths(paths: list[Path], field: str) -> str:
+    """sha256 over files and every file under folders (by relative name), for inputs such as a corpus.
+
+    Raises:
+        DataError: a path that does not exist, named with the option it came from.
+    """
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.is_file())
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise DataError("no such file or folder", path=str(path), field=field)
+    return fingerprint_file(files)
+
+
+def _stored_value(name: str, value: Any) -> Any:
+    """What ``config.json`` keeps of a field: URLs without credentials (so a key never reaches disk,
+    and a changed key alone does not count as a changed run)."""
+    if name.endswith("base_url") and isinstance(value, str):
+        return redact_url(value)
+    return value
+
+
 def resolved_sections(config: BaseModel, extras: dict[str, Any]) -> dict[str, Any]:
     """The config as stored in ``config.json``: ``infer`` and ``judge`` sections, runtime fields left out."""
     sections: dict[str, dict[str, Any]] = {"infer": {}, "judge": {}}
     dumped = config.model_dump(mode="json")
     for name in type(config).model_fields:
         kind = _kind(type(config), name)
-        if kind != "runtime":
-            sections[kind][name] = dumped[name]
+        if kind == "runtime" or (name in _OMITTED_WHEN_EMPTY and not dumped[name]):
+            continue
+        sections[kind][name] = _stored_value(name, dumped[name])
     for key, value in extras.items():
         section, _, name = key.partition(".")
         sections[section][name] = value
     return sections
+
+
+def redact_stored(section: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored section with its URLs redacted (runs written before redaction kept them verbatim)."""
+    if section is None:
+        return None
+    return {name: _stored_value(name, value) for name, value in section.items()}
 
 
 def diff_sections(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -165,22 +190,3 @@ def check_section(run_dir: Path, stored: dict[str, Any] | None, current: dict[st
         raise ConfigMismatchError(
             f"{run_dir}/config.json was written with a different {what} configuration:\n"
             + "\n".join(lines) + "\nUse another --out folder, or restore the original settings.")
-
-
-def read_stored(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / "config.json"
-    return loads(path.read_bytes()) if path.exists() else None
-
-
-def write_stored(run_dir: Path, sections: dict[str, Any]) -> None:
-    atomic_write_text(run_dir / "config.json", dumps(sections) + "\n")
-
-
-def public_url(url: str | None) -> str | None:
-    """A URL without user info or query (where keys hide), for logs and reports."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -13,12 +13,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agentworld.domains.registry import DomainRegistry
+from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, BackendError, DataError
 from agentworld.eval.cache import ResponseCache
 from agentworld.eval.config import InferFields, RuntimeFields
 from agentworld.io import read_journal
-from agentworld.models.base import ChatBackend, ChatRequest, Usage, create_backend
+from agentworld.models.base import ChatBackend, ChatRequest, Usage
 from agentworld.models.parsing import parse_prediction
+from agentworld.redact import redact_text
 from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples
 
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (BackendError, TimeoutError, OSError)
@@ -58,7 +60,7 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
         result, _ = await cache.call(request, 0, backend.complete)
     except BACKEND_ERRORS as exc:
         return PredictionRow(id=sample.id, domain=sample.domain, source=backend.name,
-                             error=f"{type(exc).__name__}: {exc}")
+                             error=redact_text(f"{type(exc).__name__}: {exc}"))
     tag = domains[sample.domain].response_tag
     return PredictionRow(
         id=sample.id, domain=sample.domain, prediction=parse_prediction(result.content, tag),
@@ -92,16 +94,18 @@ def select_samples(config: InferFields) -> list[BenchSample]:
     return samples[: config.limit] if config.limit else samples
 
 
-def make_backend(name: str, base_url: str | None, api_key: SecretStr | None,
-                 config: RuntimeFields) -> ChatBackend:
-    """An OpenAI-compatible client for ``base_url``, or the registered backend called ``name``."""
+def make_backend(name: str, base_url: str | None, api_key: SecretStr | None, config: RuntimeFields,
+                 corpus: list[Path] | None = None) -> ChatBackend:
+    """The backend of one endpoint (:func:`agentworld.endpoints.build_backend`) with the run's HTTP settings.
+
+    Raises:
+        AgentWorldError: an unknown backend name or unusable settings; the text holds no credential.
+    """
     try:
-        if base_url:
-            return create_backend("openai", base_url=base_url, model=name,
-                                  api_key=api_key.get_secret_value() if api_key else None,
-                                  concurrency=config.concurrency, max_retries=config.max_retries,
-                                  timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
-        return create_backend(name)
+        backend: ChatBackend = build_backend(
+            name, base_url, api_key, corpus=corpus or None, concurrency=config.concurrency,
+            max_retries=config.max_retries, timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
     except (TypeError, ValueError) as exc:
-        raise AgentWorldError(f"cannot create backend {name!r}: {exc} "
-                              "(give a base URL to use an OpenAI-compatible endpoint)") from None
+        secret = api_key.get_secret_value() if api_key is not None else None
+        raise AgentWorldError(redact_text(f"cannot create backend {name!r}: {exc}", [secret])) from None
+    return backend

@@ -21,6 +21,7 @@ from agentworld.eval.config import JudgeFields
 from agentworld.eval.infer import BACKEND_ERRORS, read_predictions
 from agentworld.models.base import ChatBackend, ChatRequest, ChatResult, Usage
 from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge
+from agentworld.redact import redact_text
 from agentworld.schema import BenchSample, Message
 
 NO_GENERATION = "No model generation"
@@ -152,7 +153,7 @@ async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: D
         try:
             result, _ = await cache.call(request, attempt, backend.complete)
         except BACKEND_ERRORS as exc:
-            error = f"{BACKEND_PREFIX}{type(exc).__name__}: {exc}"
+            error = redact_text(f"{BACKEND_PREFIX}{type(exc).__name__}: {exc}")
             continue
         error = PARSE_FAILED
         prompt += result.usage.prompt_tokens

@@ -216,53 +216,96 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def render(report: ScoreReport, console: Any) -> None:
-    """Print the score tables (2 decimals here only; ``scores.json`` keeps full precision).
+RUBRIC_TITLE = "AgentWorldBench rubric scores (0-100)"
+RULES_TITLE = "Rule tier, no judge (0-100; exact = % of samples matching exactly)"
+RUBRIC_HEAD = ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total", "Trunc", "NoGen",
+               "PredErr", "JudgeFail")
+RULE_COLUMNS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
 
-    The rubric table is shown only when a judge was configured: without one every sample would
-    read as "failed", which says nothing about the world model. The rule tier gets its own table.
-    """
-    from rich.table import Table
 
-    judged = any(d.valid or d.judge_failures for d in report.domains.values())
-    if report.judge.get("model") or judged:
-        table = Table(title="AgentWorldBench rubric scores (0-100)")
-        for col in ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total",
-                    "Trunc", "NoGen", "PredErr", "JudgeFail"):
-            table.add_column(col, justify="left" if col == "Domain" else "right")
-        for name, d in report.domains.items():
-            table.add_row(name, f"{d.valid}/{d.n}", *(_fmt(getattr(d, f)) for f in SCORE_FIELDS),
-                          str(d.truncated), str(d.no_generation), str(d.prediction_errors),
-                          str(d.judge_failures))
-        console.print(table)
+def _judged(report: ScoreReport) -> bool:
+    """Whether to show the rubric: without a judge every sample would read as "failed", which says
+    nothing about the world model."""
+    domains = report.domains.values()
+    return bool(report.judge.get("model")) or any(d.valid or d.judge_failures for d in domains)
+
+
+def _rubric_rows(report: ScoreReport) -> list[list[str]]:
+    return [[name, f"{d.valid}/{d.n}", *(_fmt(getattr(d, f)) for f in SCORE_FIELDS), str(d.truncated),
+             str(d.no_generation), str(d.prediction_errors), str(d.judge_failures)]
+            for name, d in report.domains.items()]
+
+
+def _rule_rows(report: ScoreReport) -> list[list[str]]:
+    return [[name, str(report.domains[name].n if name in report.domains else 0),
+             *(_fmt(means.get(c)) for c in RULE_COLUMNS)] for name, means in report.rules.items()]
+
+
+def _summary(report: ScoreReport) -> list[str]:
+    """The lines under the rubric table (or instead of it), and the A/B rates."""
+    if _judged(report):
         o = report.overall
-        console.print(f"Overall (domain mean, as published): {_fmt(o.domain_mean)}")
-        console.print(f"Overall (sample-weighted, as the official script prints): {_fmt(o.sample_weighted)}")
-        console.print(f"Samples: {o.n}, valid: {o.valid}, failed: {o.failed}")
+        lines = [f"Overall (domain mean, as published): {_fmt(o.domain_mean)}",
+                 f"Overall (sample-weighted, as the official script prints): {_fmt(o.sample_weighted)}",
+                 f"Samples: {o.n}, valid: {o.valid}, failed: {o.failed}"]
     else:
         n = sum(d.n for d in report.domains.values())
         errors = sum(d.prediction_errors for d in report.domains.values())
         truncated = sum(d.truncated for d in report.domains.values())
-        console.print(f"No judge configured: rubric not scored. Samples: {n}, prediction errors: {errors}, "
-                      f"truncated: {truncated}")
+        lines = [f"No judge configured: rubric not scored. Samples: {n}, prediction errors: {errors}, "
+                 f"truncated: {truncated}"]
     for mode, key in (("turing", "fooling_rate"), ("reference", "win_rate")):
         summary = getattr(report, mode)
         if summary:
             rate = summary["overall"].get(key)
-            console.print(f"{mode}: {key} {_fmt(None if rate is None else rate * 100)}% "
-                          f"({summary['overall']['valid']}/{summary['overall']['n']} judged)")
+            lines.append(f"{mode}: {key} {_fmt(None if rate is None else rate * 100)}% "
+                         f"({summary['overall']['valid']}/{summary['overall']['n']} judged)")
+    return lines
+
+
+def plain_table(title: str, head: Sequence[str], rows: list[list[str]]) -> list[str]:
+    """A table as aligned text lines, as wide as its content (nothing is ever cut)."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(head, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
+                                                                                             strict=True))]
+        return "  ".join(parts).rstrip()
+
+    return [title, line(head), *(line(r) for r in rows)]
+
+
+def render_text(report: ScoreReport) -> str:
+    """The score tables in plain text at full width: what is printed when stdout is not a terminal
+    (CI logs, ``| tee``), where a terminal-width table would cut columns."""
+    lines: list[str] = []
+    if _judged(report):
+        lines += [*plain_table(RUBRIC_TITLE, RUBRIC_HEAD, _rubric_rows(report)), ""]
+    lines += _summary(report)
     if report.rules:
-        _render_rules(report, console)
+        lines += ["", *plain_table(RULES_TITLE, ("Domain", "N", *RULE_COLUMNS), _rule_rows(report))]
+    return "\n".join(lines)
 
 
-def _render_rules(report: ScoreReport, console: Any) -> None:
+def render(report: ScoreReport, console: Any) -> None:
+    """Print the score tables on a rich console (2 decimals here only; ``scores.json`` keeps full
+    precision): rich tables on a terminal, :func:`render_text` elsewhere."""
+    if not console.is_terminal:
+        console.print(render_text(report), markup=False, highlight=False, emoji=False, soft_wrap=True)
+        return
     from rich.table import Table
 
-    columns = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
-    table = Table(title="Rule tier, no judge (0-100; exact = % of samples matching exactly)")
-    for col in ("Domain", "N", *columns):
-        table.add_column(col, justify="left" if col == "Domain" else "right")
-    for name, means in report.rules.items():
-        n = report.domains[name].n if name in report.domains else 0
-        table.add_row(name, str(n), *(_fmt(means.get(c)) for c in columns))
-    console.print(table)
+    def table(title: str, head: Sequence[str], rows: list[list[str]]) -> Table:
+        out = Table(title=title)
+        for col in head:
+            out.add_column(col, justify="left" if col == "Domain" else "right")
+        for row in rows:
+            out.add_row(*row)
+        return out
+
+    if _judged(report):
+        console.print(table(RUBRIC_TITLE, RUBRIC_HEAD, _rubric_rows(report)))
+    for line in _summary(report):
+        console.print(line, markup=False, highlight=False)
+    if report.rules:
+        console.print(table(RULES_TITLE, ("Domain", "N", *RULE_COLUMNS), _rule_rows(report)))

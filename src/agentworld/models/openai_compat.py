@@ -7,7 +7,9 @@ read from the server's separate field (``reasoning`` in vLLM, ``reasoning_conten
 from inline ``<think>`` blocks, so ``content`` is always the answer alone.
 
 The API key is kept out of ``repr``, log records and exception text: a run log or a traceback
-pasted into an issue must never leak it.
+pasted into an issue must never leak it. So are credentials written into the base URL
+(``http://user:KEY@host/v1?api_key=KEY``): they are taken out of the URL the client keeps and sent
+where they belong (HTTP Basic auth, every request's query string), see :func:`split_credentials`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import random
 import time
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import openai
 from openai import AsyncOpenAI
@@ -32,6 +35,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 from agentworld.errors import BackendError
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.parsing import split_thinking
+from agentworld.redact import is_secret_param, redact_text, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +78,8 @@ class OpenAIBackend:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url
+        clean_url, query, auth = split_credentials(base_url)
+        self.base_url = redact_url(base_url)
         self.model = model
         self.name = f"openai:{model}"
         self.concurrency = concurrency
@@ -84,14 +89,17 @@ class OpenAIBackend:
         self.backoff_max_s = backoff_max_s
         self.extra_body = dict(extra_body or {})
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._secrets = [self._api_key, auth[1] if auth else None,
+                         *(value for name, value in query.items() if is_secret_param(name))]
         self._semaphore = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
         http_client = openai.DefaultAsyncHttpxClient(
             timeout=_httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
             limits=_httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8),
+            auth=auth,
         )
-        self._client = AsyncOpenAI(base_url=base_url, api_key=self._api_key, max_retries=0,
-                                   timeout=timeout_s, http_client=http_client)
+        self._client = AsyncOpenAI(base_url=clean_url, api_key=self._api_key, max_retries=0,
+                                   timeout=timeout_s, http_client=http_client, default_query=query or None)
 
     def __repr__(self) -> str:
         return (f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key='***', "
@@ -213,9 +221,26 @@ class OpenAIBackend:
         return base * self._rng.uniform(0.5, 1.0)
 
     def _scrub(self, text: str) -> str:
-        """Remove the API key from text meant for logs or exceptions."""
-        key = self._api_key
-        return text.replace(key, "***") if key and key != "EMPTY" else text
+        """Remove the API key, URL credentials and any URL secrets from text meant for logs or errors."""
+        return redact_text(text, [s for s in self._secrets if s and s != "EMPTY"])
+
+
+def split_credentials(base_url: str) -> tuple[str, dict[str, str], tuple[str, str] | None]:
+    """``(url, query, auth)``: ``base_url`` without user info and query, its query parameters, and the
+    user info as a ``(user, password)`` pair for HTTP Basic auth (None without one).
+
+    Why: the SDK appends the endpoint path after the query (``/v1?k=v/chat/completions``), and a
+    client that keeps credentials in its URL can print them. Sent separately, the query goes with
+    every request and the user info becomes Basic auth (what curl does with the same URL).
+
+    >>> split_credentials("http://u:p%40ss@host:8000/v1?api_key=K")
+    ('http://host:8000/v1', {'api_key': 'K'}, ('u', 'p@ss'))
+    """
+    parts = urlsplit(base_url)
+    netloc = parts.netloc.rpartition("@")[2]
+    auth = (unquote(parts.username or ""), unquote(parts.password or "")) if "@" in parts.netloc else None
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")), query, auth
 
 
 def extract_reasoning(message: Any) -> tuple[str, str | None]:

@@ -1,0 +1,93 @@
+"""Which folders are eval runs: the only non-empty folders ``eval`` commands write into.
+
+Why: ``--out`` (or ``--run``) pointing at some other folder — the results folder of the official
+script, a home directory — must be left alone. Such folders hold files with the names a run uses
+(``config.json``, ``scores.json``, ``predictions.jsonl``) that resuming would overwrite or
+"repair". A run folder is recognised by its ``config.json``: it carries :data:`RUN_FORMAT`, or (runs
+written before the marker existed) holds exactly the ``infer`` and ``judge`` sections with the
+fields every run stores. Anything else that is not empty is refused before a byte is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentworld.errors import AgentWorldError
+from agentworld.io import atomic_write_text, dumps, loads
+
+RUN_FORMAT = "agentworld-eval-run/1"
+"""Value of ``config.json``'s ``format`` key in every run folder written since the marker was added."""
+
+CONFIG_NAME = "config.json"
+
+
+class NotARunError(AgentWorldError):
+    """A folder given as a run folder holds something else; nothing in it was changed."""
+
+
+def is_run_config(stored: Any) -> bool:
+    """Whether a parsed ``config.json`` was written by ``agentworld eval`` (this or an earlier version)."""
+    if not isinstance(stored, dict):
+        return False
+    if stored.get("format") == RUN_FORMAT:
+        return True
+    infer = stored.get("infer")
+    return (set(stored) == {"infer", "judge"} and isinstance(infer, dict)
+            and isinstance(infer.get("data"), list) and isinstance(infer.get("model"), str)
+            and (stored["judge"] is None or isinstance(stored["judge"], dict)))
+
+
+def _run_config(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``config.json`` when it is a run's, else None (absent, unreadable or foreign)."""
+    path = folder / CONFIG_NAME
+    if not path.is_file():
+        return None
+    try:
+        stored = loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return stored if is_run_config(stored) else None
+
+
+def open_out_folder(out: Path) -> dict[str, Any] | None:
+    """The stored config of the run folder ``out``, or None when ``out`` is new (absent or empty).
+
+    Raises:
+        NotARunError: ``out`` is a file, unreadable, or a non-empty folder that is not a run.
+    """
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        raise NotARunError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
+    try:
+        empty = next(out.iterdir(), None) is None
+    except OSError as exc:
+        raise NotARunError(f"{out}: cannot read the folder ({exc.strerror})") from None
+    if empty:
+        return None
+    stored = _run_config(out)
+    if stored is None:
+        raise NotARunError(f"{out}: not empty and not an agentworld eval run (no {CONFIG_NAME} written by "
+                           "'agentworld eval'); nothing was changed. Give a new or empty folder as --out")
+    return stored
+
+
+def require_run(run_dir: Path) -> dict[str, Any]:
+    """The stored config of an existing run folder (for ``eval judge/score/report --run``).
+
+    Raises:
+        NotARunError: ``run_dir`` is missing or is not a run folder.
+    """
+    if not run_dir.is_dir():
+        raise NotARunError(f"{run_dir}: no such folder (give a folder written by 'agentworld eval run')")
+    stored = _run_config(run_dir)
+    if stored is None:
+        raise NotARunError(f"{run_dir}: not an agentworld eval run (no {CONFIG_NAME} written by "
+                           "'agentworld eval run' or 'eval infer'); nothing was changed")
+    return stored
+
+
+def write_stored(run_dir: Path, sections: dict[str, Any]) -> None:
+    """Write the run's ``config.json`` (atomically), marked as a run folder."""
+    atomic_write_text(run_dir / CONFIG_NAME, dumps({"format": RUN_FORMAT, **sections}) + "\n")
