@@ -1,7 +1,13 @@
 """An async backend for any OpenAI-compatible chat endpoint (vLLM, SGLang, OpenAI, the mock server).
 
-Retries are done here, not by the SDK (its ``max_retries`` is 0), so every attempt is counted in
-:attr:`ChatResult.attempts` and the backoff policy is ours: exponential with jitter on 429, 5xx,
+It speaks the one call it needs, ``POST {base_url}/chat/completions`` with JSON in and out, over
+httpx (the HTTP library the ``openai`` SDK itself is built on) rather than through the SDK: the
+SDK's import alone cost 1.5 s of CPU (it builds every type of the whole OpenAI API), more than the
+rest of an ``eval run`` start-up together, and its per-request layers a quarter of the CPU each
+request takes, which at high concurrency delays every other request.
+
+Retries are done here, so every attempt is counted in :attr:`ChatResult.attempts` and the backoff
+policy is ours: exponential with jitter on 429, 5xx,
 timeouts and connection errors, honouring ``Retry-After``; other 4xx fail at once. Reasoning is
 read from the server's separate field (``reasoning`` in vLLM, ``reasoning_content`` in SGLang) or
 from inline ``<think>`` blocks, so ``content`` is always the answer alone.
@@ -23,13 +29,11 @@ import time
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-import openai
-from openai import AsyncOpenAI
-from openai.types.chat import ChatCompletion
+import orjson
 
-try:  # openai >= 3 is built on httpx2; earlier versions on httpx (same Limits/Timeout API)
+try:  # httpx2 comes with openai >= 3 and imports faster; httpx has the same API
     import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed SDK
+except ImportError:  # pragma: no cover - depends on the installed packages
     import httpx as _httpx  # type: ignore[no-redef]
 
 from agentworld.errors import BackendError
@@ -93,13 +97,13 @@ class OpenAIBackend:
                          *(value for name, value in query.items() if is_secret_param(name))]
         self._semaphore = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
-        http_client = openai.DefaultAsyncHttpxClient(
+        self._client = _httpx.AsyncClient(
+            base_url=clean_url.rstrip("/") + "/", params=query or None, auth=auth,
+            headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
+                     "Accept": "application/json"},
             timeout=_httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
             limits=_httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8),
-            auth=auth,
         )
-        self._client = AsyncOpenAI(base_url=clean_url, api_key=self._api_key, max_retries=0,
-                                   timeout=timeout_s, http_client=http_client, default_query=query or None)
 
     def __repr__(self) -> str:
         return (f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key='***', "
@@ -109,7 +113,7 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         """Close the connection pool (idempotent)."""
-        await self._client.close()
+        await self._client.aclose()
 
     async def __aenter__(self) -> OpenAIBackend:
         return self
@@ -165,50 +169,51 @@ class OpenAIBackend:
         body.update(request.extra)
         return body
 
-    async def _send(self, kwargs: dict[str, Any]) -> Any:
+    async def _send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One HTTP attempt; transient failures become :class:`_Retryable`, others :class:`BackendError`."""
         try:
-            # The SDK's client (auth, connection pool, typed errors, response model) without
-            # ``chat.completions.create``'s per-request type transform of the body, which costs
-            # milliseconds of CPU per long message list and blocks every other session meanwhile.
-            return await self._client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion,
-                                           options={"security": {"bearer_auth": True}})
-        except openai.APITimeoutError:
+            response = await self._client.post("chat/completions", content=orjson.dumps(body))
+        except _httpx.TimeoutException:
             raise _Retryable(f"timed out after {self.timeout_s}s") from None
-        except openai.APIConnectionError as exc:
-            raise _Retryable(self._scrub(f"connection error: {_cause(exc)}")) from None
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            detail = self._scrub(_short(exc.message))
+        except _httpx.TransportError as exc:
+            raise _Retryable(self._scrub(f"connection error: {type(exc).__name__}: {exc}")) from None
+        status = response.status_code
+        if status >= 400:
+            detail = self._scrub(_short(_error_message(response)))
             if status == 429 or status >= 500:
                 raise _Retryable(f"HTTP {status}: {detail}", status=status,
-                                 retry_after=retry_after_s(exc.response.headers)) from None
-            raise BackendError(f"{self.name}: HTTP {status}: {detail}", retryable=False,
-                               status=status) from None
-        except openai.OpenAIError as exc:
-            raise BackendError(self._scrub(f"{self.name}: {type(exc).__name__}: {_short(str(exc))}"),
-                               retryable=False) from None
+                                 retry_after=retry_after_s(response.headers))
+            raise BackendError(f"{self.name}: HTTP {status}: {detail}", retryable=False, status=status)
+        try:
+            data = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise BackendError(self._scrub(f"{self.name}: HTTP {status} with a body that is not JSON: "
+                                           f"{_short(response.text)}"), retryable=False) from None
+        if not isinstance(data, dict):
+            raise BackendError(f"{self.name}: the response is not a JSON object", retryable=False)
+        return data
 
-    def _result(self, response: Any, latency: float, attempts: int) -> ChatResult:
-        """Turn a ``ChatCompletion`` into a :class:`ChatResult`, separating reasoning from the answer."""
-        choices = getattr(response, "choices", None) or []
-        if not choices:
+    def _result(self, response: dict[str, Any], latency: float, attempts: int) -> ChatResult:
+        """A chat-completion JSON object as a :class:`ChatResult`, reasoning separated from the answer."""
+        choices = response.get("choices") or []
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise BackendError(f"{self.name}: response has no choices", retryable=False)
         choice = choices[0]
-        message = choice.message
-        content, reasoning = extract_reasoning(message)
-        usage = getattr(response, "usage", None)
+        message = choice.get("message")
+        content, reasoning = extract_reasoning(message if isinstance(message, dict) else {})
+        usage = response.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         return ChatResult(
             content=content,
             reasoning=reasoning,
-            finish_reason=choice.finish_reason,
-            usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                        completion_tokens=getattr(usage, "completion_tokens", 0) or 0),
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens") or 0,
+                        completion_tokens=usage.get("completion_tokens") or 0),
             latency_s=latency,
-            model=getattr(response, "model", None) or self.model,
+            model=response.get("model") or self.model,
             source=self.name,
             attempts=attempts,
-            meta={"id": getattr(response, "id", None)},
+            meta={"id": response.get("id")},
         )
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -229,9 +234,10 @@ def split_credentials(base_url: str) -> tuple[str, dict[str, str], tuple[str, st
     """``(url, query, auth)``: ``base_url`` without user info and query, its query parameters, and the
     user info as a ``(user, password)`` pair for HTTP Basic auth (None without one).
 
-    Why: the SDK appends the endpoint path after the query (``/v1?k=v/chat/completions``), and a
-    client that keeps credentials in its URL can print them. Sent separately, the query goes with
-    every request and the user info becomes Basic auth (what curl does with the same URL).
+    Why: a base URL with a query cannot simply be extended by the endpoint path (the openai SDK
+    sent ``/v1?k=v/chat/completions``), and a client that keeps credentials in its URL can print
+    them. Sent separately, the query goes with every request and the user info becomes Basic auth
+    (what curl does with the same URL).
 
     >>> split_credentials("http://u:p%40ss@host:8000/v1?api_key=K")
     ('http://host:8000/v1', {'api_key': 'K'}, ('u', 'p@ss'))
@@ -243,18 +249,19 @@ def split_credentials(base_url: str) -> tuple[str, dict[str, str], tuple[str, st
     return urlunsplit((parts.scheme, netloc, parts.path, "", "")), query, auth
 
 
-def extract_reasoning(message: Any) -> tuple[str, str | None]:
-    """``(answer, reasoning)`` from a chat message: a reasoning field, inline ``<think>``, or both.
+def extract_reasoning(message: dict[str, Any]) -> tuple[str, str | None]:
+    """``(answer, reasoning)`` from a chat message (JSON object): a reasoning field, inline ``<think>``,
+    or both.
 
     Servers with a reasoning parser return the thinking in an extra field; without one (or with
     a template that opens ``<think>`` in the prompt) it stays in the content, possibly as a lone
     ``</think>``. Either way the caller gets the answer alone.
     """
-    content = getattr(message, "content", None) or ""
+    content = message.get("content")
+    content = content if isinstance(content, str) else ""
     parts: list[str] = []
-    extra = getattr(message, "model_extra", None) or {}
     for name in REASONING_FIELDS:
-        value = extra.get(name, getattr(message, name, None))
+        value = message.get(name)
         if isinstance(value, str) and value.strip():
             parts.append(value.strip())
             break
@@ -288,9 +295,18 @@ def retry_after_s(headers: Any) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause else str(exc)
+def _error_message(response: Any) -> str:
+    """The ``error.message`` of an OpenAI-style error body, else the body text (or the reason phrase)."""
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    if isinstance(error, str):
+        return error
+    return response.text.strip() or response.reason_phrase
 
 
 def _short(text: str, limit: int = 300) -> str:
