@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from agentworld.errors import BackendError, ConfigMismatchError, DataError
 from agentworld.eval import EvalConfig, JudgeConfig, run_eval, run_judge, score_run
 from agentworld.eval.runner import journal_ids
 from agentworld.io import read_journal
-from agentworld.models.base import ChatRequest
+from agentworld.models.base import ChatRequest, ChatResult
 from agentworld.models.scripted import ScriptedBackend
 from test_eval_helpers import MALFORMED, VERDICT, bench_rows, scripted_judge, scripted_model, write_bench
 
@@ -156,3 +157,28 @@ def test_turing_and_reference_modes(tmp_path: Path, data: Path) -> None:
     scores = json.loads((tmp_path / "ref" / "scores.json").read_text())
     assert scores["reference"]["overall"]["win_rate"] == ref.reference["overall"]["win_rate"]
     assert score_run(tmp_path / "ref").reference == ref.reference
+
+
+class _HeldJudge:
+    """A judge that holds every judging until the world model has answered ``total`` requests."""
+
+    name = "held-judge"
+
+    def __init__(self, model: ScriptedBackend, total: int) -> None:
+        self.model, self.total, self.starved = model, total, 0
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        for _ in range(1000):                     # generous: 10 s of polling, never reached when pipelined
+            if len(self.model.calls) >= self.total:
+                return ChatResult(content=VERDICT)
+            await asyncio.sleep(0.01)
+        self.starved += 1
+        return ChatResult(content=VERDICT)
+
+
+def test_judging_never_holds_up_predictions(tmp_path: Path, data: Path) -> None:
+    """Pipelined stages: with every judge request held open, all 9 predictions still go out (2 at a time)."""
+    model = scripted_model()
+    judge = _HeldJudge(model, total=9)
+    report = run_eval(_config(tmp_path, concurrency=2), model=model, judge=judge)
+    assert judge.starved == 0 and len(model.calls) == 9 and report.overall.valid == 9

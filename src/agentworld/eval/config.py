@@ -173,20 +173,17 @@ def redact_stored(section: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def diff_sections(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Human-readable ``field: stored -> current`` lines for every differing field."""
-    lines = []
-    for name in sorted(set(stored) | set(current)):
-        if stored.get(name) != current.get(name):
-            lines.append(f"  {name}: {stored.get(name)!r} -> {current.get(name)!r}")
-    return lines
+    """Human-readable ``field: stored -> current`` items for every differing field."""
+    return [f"{name}: {stored.get(name)!r} -> {current.get(name)!r}"
+            for name in sorted(set(stored) | set(current)) if stored.get(name) != current.get(name)]
 
 
 def check_section(run_dir: Path, stored: dict[str, Any] | None, current: dict[str, Any], what: str) -> None:
-    """Raise :class:`ConfigMismatchError` naming each field that differs from the stored run."""
+    """Raise :class:`ConfigMismatchError` (one line) naming each field that differs from the stored run."""
     if stored is None:
         return
-    lines = diff_sections(stored, current)
-    if lines:
+    changes = "; ".join(diff_sections(stored, current))
+    if changes:
         raise ConfigMismatchError(
-            f"{run_dir}/config.json was written with a different {what} configuration:\n"
-            + "\n".join(lines) + "\nUse another --out folder, or restore the original settings.")
+            f"{run_dir}/config.json was written with a different {what} configuration ({changes}); "
+            "use another --out folder, or restore the original settings")
