@@ -131,7 +131,7 @@ def _report(config: ReportConfig) -> None:
 
 
 config_command(app, EvalConfig, _run, name="run",
-               help="Infer, judge, rule tier and score in one resumable run (an existing --out resumes).")
+               help="Infer, judge, rule tier and score in one resumable run (a run folder as --out resumes).")
 config_command(app, InferConfig, _infer, name="infer",
                help="World-model predictions only (resumable); judge later with 'eval judge --run'.")
 config_command(app, JudgeConfig, _judge, name="judge",
