@@ -71,7 +71,7 @@ def test_bad_rows_raise_or_are_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({**good, "id": "y-t1", "task": 3}) + "\n"
                     + json.dumps({**good, "id": "z-t1", "prompt": ["c"]}) + "\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match=":2") as info:
         list(ingest(path, "agentworld-bench"))
     assert info.value.line == 2
     report = IngestReport()
@@ -119,7 +119,7 @@ def test_openai_chat_jsonl_of_message_lists(tmp_path: Path) -> None:
 
 def test_openai_chat_errors_are_located(tmp_path: Path) -> None:
     path = _write(tmp_path / "chat.jsonl", [_chat(), _chat(call_id="nope"), _chat(args="{bad")])
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="tool_call_id") as info:
         list(ingest(path, "openai-chat"))
     assert (info.value.line, info.value.field) == (2, "messages[3].tool_call_id")
     report = IngestReport()

@@ -4,13 +4,41 @@
 >>> report = run_eval(EvalConfig(data=["bench/"], out="runs/x", model="retrieval", no_judge=True))
 """
 
-from agentworld.eval.cache import AsyncJournal, ResponseCache, cache_key
-from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
-from agentworld.eval.infer import PredictionRow, model_request
-from agentworld.eval.judge import JudgeSettings, JudgmentRow, pair_messages, rubric_messages
-from agentworld.eval.runner import run_eval, run_judge, score_run
-from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from agentworld.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentworld.eval.cache import AsyncJournal, ResponseCache, cache_key
+    from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
+    from agentworld.eval.infer import PredictionRow, model_request
+    from agentworld.eval.judge import JudgeSettings, JudgmentRow, pair_messages, rubric_messages
+    from agentworld.eval.runner import run_eval, run_judge, score_run
+    from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
+
+_EXPORTS = {
+    "AsyncJournal": "agentworld.eval.cache",
+    "ResponseCache": "agentworld.eval.cache",
+    "cache_key": "agentworld.eval.cache",
+    "EvalConfig": "agentworld.eval.config",
+    "InferConfig": "agentworld.eval.config",
+    "JudgeConfig": "agentworld.eval.config",
+    "PredictionRow": "agentworld.eval.infer",
+    "model_request": "agentworld.eval.infer",
+    "JudgeSettings": "agentworld.eval.judge",
+    "JudgmentRow": "agentworld.eval.judge",
+    "pair_messages": "agentworld.eval.judge",
+    "rubric_messages": "agentworld.eval.judge",
+    "run_eval": "agentworld.eval.runner",
+    "run_judge": "agentworld.eval.runner",
+    "score_run": "agentworld.eval.runner",
+    "DomainScore": "agentworld.eval.score",
+    "OverallScore": "agentworld.eval.score",
+    "ScoreReport": "agentworld.eval.score",
+    "score_official_judged": "agentworld.eval.score",
+}
 __all__ = [
     "AsyncJournal",
     "DomainScore",
@@ -32,3 +60,4 @@ __all__ = [
     "score_official_judged",
     "score_run",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
