@@ -221,6 +221,9 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
     reference = reference_predictions(config) if judging and config.judge_mode == "reference" else {}
     if predicting and model is None:
         model = make_backend(config.model, config.model_base_url, config.model_api_key, config)
+    check_domains = getattr(model, "check_domains", None) if predicting else None
+    if check_domains is not None:  # a backend that cannot answer a domain says so before any request
+        check_domains(sorted({s.domain for s in samples}))
     if judging and judge is None:
         judge = make_backend(config.judge_model or "", config.judge_base_url, config.judge_api_key, config)
     sections = _sections(config, samples, domains)
