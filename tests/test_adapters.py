@@ -98,7 +98,7 @@ def test_trl_episode_calls_the_simulator_and_returns_error_text() -> None:
     assert out.startswith("result of") and '"limit": 2' in out and "encoding" not in out
     assert env.results[-1].source == "world_model"
     assert env.read_file(path=7).startswith("Error:")  # schema violation → error text, no exception
-    with pytest.raises(TypeError, match="missing a required argument: .path."):
+    with pytest.raises(TypeError, match=r"missing a required argument: .path."):
         env.read_file()
     assert env.get_reward() == 2.0
     assert environment_rewards(["a"], environments=[env]) == [2.0]

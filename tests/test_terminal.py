@@ -104,7 +104,7 @@ def test_exit_and_wall_clock_limit() -> None:
     with TerminalSession(SandboxConfig(wall_clock_s=1.5)) as session:
         session.step(act("sleep 100\n", 0.2))
         time.sleep(2.0)
-        with pytest.raises(SandboxTimeoutError):
+        with pytest.raises(SandboxTimeoutError, match="wall-clock limit"):
             session.step(act("", 0.1))
         assert not session.alive
     with TerminalSession() as session:
@@ -175,7 +175,7 @@ def test_load_scenarios_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"name": "ok", "actions": [act("ls\n")]},
                                {"name": "x", "actions": [[{"keystrokes": 3, "duration": 1}]]}]))
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="scenario 1") as info:
         load_scenarios(bad)
     assert info.value.path == str(bad) and info.value.field == "actions[0][0].keystrokes"
     assert "scenario 1" in str(info.value)
