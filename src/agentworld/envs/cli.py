@@ -82,12 +82,16 @@ def terminal(
 
 @app.command("mcp")
 def mcp(
-    out: Path = typer.Option(..., "--out", help="JSONL file to append sessions to (AgentWorldBench rows)."),
+    out: Path = typer.Option(..., "--out", help="JSONL file to append to: an AgentWorldBench row per "
+                             "answered tool call, as it is answered."),
     name: str | None = typer.Option(None, "--name", help="Trajectory id prefix (default: server name)."),
     url: str | None = typer.Option(None, "--url", help="Streamable-HTTP MCP server to proxy, e.g. "
                                    "http://127.0.0.1:8000/mcp (instead of a server command)."),
     listen_port: int = typer.Option(0, "--listen-port", help="HTTP mode: port on 127.0.0.1 to serve on; "
                                     "0 picks a free one (the URL is printed on stderr)."),
+    grace_s: float = typer.Option(2.0, "--grace-s", min=0.0,
+                                  help="stdio mode: seconds the server may take to exit once its input "
+                                  "closes, and again after SIGTERM, before it is killed."),
     server: list[str] | None = typer.Argument(None, help="stdio mode: the real server command, after --."),
 ) -> None:
     """Record MCP sessions while relaying them, byte for byte, between a client and a real server.
@@ -95,9 +99,10 @@ def mcp(
     stdio: make `agentworld record mcp --out S.jsonl -- SERVER COMMAND...` the client's server command.
 
     HTTP: run `agentworld record mcp --out S.jsonl --url http://127.0.0.1:8000/mcp`, then point the
-    client at the URL printed on stderr. Each session is appended to OUT as one trajectory.
+    client at the URL printed on stderr. Each answered tool call is appended to OUT as it happens;
+    the rows of one session make one trajectory (ingest format `recording`).
     """
-    from agentworld.envs.mcp_proxy import run_stdio_proxy
+    from agentworld.envs.mcp_proxy_stdio import run_stdio_proxy
 
     if (url is None) == (not server):
         typer.echo("error: give either a server command after -- (stdio) or --url (HTTP), not both",
@@ -107,4 +112,4 @@ def mcp(
         from agentworld.envs.mcp_proxy_http import run_http_proxy
 
         raise typer.Exit(run_http_proxy(url, out, name=name, listen_port=listen_port))
-    raise typer.Exit(run_stdio_proxy(server or [], out, name=name))
+    raise typer.Exit(run_stdio_proxy(server or [], out, name=name, grace_s=grace_s))
