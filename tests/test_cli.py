@@ -159,3 +159,11 @@ def test_user_errors_are_one_red_line_and_exit_2(args: list[str], tmp_path: Path
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert "Traceback" not in result.output
+
+
+def test_record_mcp_default_grace_matches_the_proxy() -> None:
+    """The CLI states the proxy's default without importing it (that import is heavy): keep them equal."""
+    from agentworld.envs import cli as record_cli
+    from agentworld.envs.mcp_proxy_stdio import DEFAULT_GRACE_S
+
+    assert record_cli.DEFAULT_GRACE_S == DEFAULT_GRACE_S
