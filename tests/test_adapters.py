@@ -98,7 +98,7 @@ def test_trl_episode_calls_the_simulator_and_returns_error_text() -> None:
     assert out.startswith("result of") and '"limit": 2' in out and "encoding" not in out
     assert env.results[-1].source == "world_model"
     assert env.read_file(path=7).startswith("Error:")  # schema violation → error text, no exception
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"missing a required argument: .path."):
         env.read_file()
     assert env.get_reward() == 2.0
     assert environment_rewards(["a"], environments=[env]) == [2.0]
@@ -162,7 +162,7 @@ def test_gym_env_contract() -> None:
     env = make_gym()
     import gymnasium
 
-    with pytest.raises(gymnasium.error.ResetNeeded):
+    with pytest.raises(gymnasium.error.ResetNeeded, match="reset"):
         env.step(MCP_ACTIONS[0])
     obs, info = env.reset(seed=4)
     assert "read_file" in obs and info["seed"] == 4
@@ -173,7 +173,7 @@ def test_gym_env_contract() -> None:
     assert obs.startswith("Error:") and info["action_error"]
     *_, truncated, _ = env.step(MCP_ACTIONS[1])
     assert truncated
-    with pytest.raises(gymnasium.error.ResetNeeded):
+    with pytest.raises(gymnasium.error.ResetNeeded, match="reset"):
         env.step(MCP_ACTIONS[0])
     env.close()
 

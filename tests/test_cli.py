@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import typing
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
-from agentworld.cli import app
+from agentworld.cli import COMMANDS, app, load_command
 from agentworld.corpus import corpus_path
 from agentworld.io import read_journal
 
@@ -85,3 +90,80 @@ def test_data_process_in_two_processes_matches_one(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] == corpus_path("terminal").read_bytes()
+
+
+def _walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command of the tree (lazy groups loaded), with its path from the root."""
+    yield path, command
+    group = getattr(command, "commands", None)
+    names = list(COMMANDS) if not path else list(group or {})
+    for name in names:
+        if not path and COMMANDS[name].hidden:
+            continue
+        sub = load_command(name) if not path else group[name]  # type: ignore[index]
+        yield from _walk(sub, (*path, name))
+
+
+TIME_WORDS = ("timeout", "latency", "wall-clock", "interval", "delay", "grace", "idle")
+PATH_OPTIONS = {"--out", "--data", "--config", "--tools", "--in", "--run", "--control", "--spec",
+                "--scenarios", "--report", "--tokenizer", "--prompts", "--cache", "--reference-run",
+                "--model-corpus", "--judged", "--output-dir"}
+ENDPOINT_OPTIONS = {f"--{who}-{what}" for who in ("model", "judge", "agent")
+                    for what in ("base-url", "api-key")}
+
+
+def test_every_command_follows_the_house_style() -> None:
+    """Help on every option, plain text, units in names, paths typed, one endpoint naming scheme."""
+    root = typer.main.get_command(app)
+    seen = 0
+    for path, command in _walk(root):
+        seen += 1
+        where = " ".join(("agentworld", *path))
+        assert "``" not in (command.help or ""), where
+        for param in command.params:
+            if param.param_type_name != "option" or param.name == "help":
+                continue
+            flags = [o for o in param.opts if o.startswith("--")]
+            assert param.help and "``" not in param.help, (where, flags)
+            for flag in flags:
+                if any(word in flag for word in TIME_WORDS):
+                    assert flag.endswith(("-s", "-ms")), (where, flag)
+                if "base-url" in flag or "api-key" in flag:
+                    assert flag in ENDPOINT_OPTIONS, (where, flag)
+                if flag in PATH_OPTIONS:
+                    annotation = param.type_descriptor.annotation
+                    assert Path in (annotation, *typing.get_args(annotation)), (where, flag, annotation)
+        text = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "100"}).output
+        assert "╭" not in text, where  # plain-text help, so '[extra]' is never eaten as markup
+    assert seen >= 25
+
+
+@pytest.mark.parametrize("args", [
+    ["shell", "--model", "nope"],
+    ["train", "rl", "--config", "missing.yaml"],
+    ["train", "cpt", "--config", "missing.yaml"],
+    ["train", "rollout", "--tools", "missing.json", "--agent-base-url", "http://127.0.0.1:9/v1",
+     "--agent-model", "a", "--model", "m", "--model-base-url", "http://127.0.0.1:9/v1", "--out", "o.jsonl"],
+    ["data", "convert", "--in", "missing.jsonl", "--out", "u.jsonl"],
+    ["eval", "run", "--data", "missing.jsonl", "--out", "run", "--model", "retrieval"],
+    ["eval", "run", "--data", "x", "--out", "run", "--model", "retrieval", "--concurrency", "0"],
+    ["nope"],
+    ["eval", "run", "--bogus"],
+])
+def test_user_errors_are_one_red_line_and_exit_2(args: list[str], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, args, input="ls\n")
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+
+
+def test_record_mcp_default_grace_matches_the_proxy() -> None:
+    """The CLI states the proxy's default without importing it (that import is heavy): keep them equal."""
+    from agentworld.envs import cli as record_cli
+    from agentworld.envs.mcp_proxy_stdio import DEFAULT_GRACE_S
+
+    assert record_cli.DEFAULT_GRACE_S == DEFAULT_GRACE_S

@@ -111,20 +111,20 @@ def test_folder_matching_no_domain_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "defi").mkdir()
     (tmp_path / "defi" / "judge_system_prompt.txt").write_text("x", "utf-8")
     (tmp_path / "terminal").mkdir()  # a domain folder without prompt files does not count
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match="terminal") as err:
         load_domains(tmp_path)
     assert err.value.path == str(tmp_path)
     assert "terminal" in str(err.value)
 
 
 def test_missing_folder_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match="nope") as err:
         load_domains(tmp_path / "nope")
     assert err.value.path == str(tmp_path / "nope")
 
 
 def test_unknown_domain_names_the_known_ones() -> None:
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match="'defi'") as err:
         load_domains()["defi"]
     message = str(err.value)
     assert "'defi'" in message

@@ -129,7 +129,7 @@ def test_bad_input_names_file_line_field_and_keeps_the_run(tmp_path: Path, data:
     rows = bench_rows(3)
     rows[2]["turn_idx"] = "two"
     write_bench(tmp_path / "data", rows)
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="turn_idx") as info:
         run_eval(_config(tmp_path), model=scripted_model(), judge=scripted_judge())
     message = str(info.value)
     assert f"{data}:3" in message and "'t0-3'" in message and "'turn_idx'" in message

@@ -184,7 +184,7 @@ def test_read_samples_from_sample_jsonl_and_errors(tmp_path: Path) -> None:
     path.write_text("".join(s.model_dump_json() + "\n" for s in _samples()))
     assert list(read_samples(path)) == _samples()
     path.write_text(_samples()[0].model_dump_json() + "\n{\"id\": \"x\"}\n")
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match=":2") as err:
         list(read_samples(path))
     assert err.value.line == 2
 
@@ -197,7 +197,7 @@ def test_failed_export_leaves_old_file(tmp_path: Path) -> None:
         yield _samples()[0]
         raise RuntimeError("boom")
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="boom"):
         export(broken(), "trl", out)
     assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
 
@@ -213,30 +213,31 @@ def test_unknown_format_and_options(tmp_path: Path) -> None:
 
 
 def test_cli_export(tmp_path: Path) -> None:
-    cli = pytest.importorskip("agentworld.data.cli")
     from typer.testing import CliRunner
+
+    from agentworld.cli import app
 
     src = tmp_path / "s.jsonl"
     src.write_text("".join(s.model_dump_json() + "\n" for s in _samples()))
     runner = CliRunner()
-    result = runner.invoke(cli.app, ["export", "--in", str(src), "--format", "ms-swift",
+    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "ms-swift",
                                      "--out", str(tmp_path / "o.jsonl"), "--keep-masked"])
     assert result.exit_code == 0, result.output
     assert "4 samples → 4 rows" in result.output and len(_rows(tmp_path / "o.jsonl")) == 4
-    result = runner.invoke(cli.app, ["export", "--in", str(src), "--format", "llama-factory", "--style",
+    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "llama-factory", "--style",
                                      "openai", "--out", str(tmp_path / "lf" / "w.jsonl")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "lf" / "dataset_info.json").exists()
-    result = runner.invoke(cli.app, ["export", "--in", str(src), "--format", "alpaca",
+    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "alpaca",
                                      "--out", str(tmp_path / "x")])
-    assert result.exit_code == 1 and "unknown export format" in result.output
+    assert result.exit_code == 2 and "'alpaca'" in result.output and "ms-swift" in result.output
 
 
 def test_hf_datasets_surfaces_data_errors(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     path = tmp_path / "s.jsonl"
     path.write_text(_samples()[0].model_dump_json() + "\n{\"trajectory_id\": \"x\"}\n")
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match=":2") as err:
         export(read_samples(path), "hf-datasets", tmp_path / "ds")
     assert err.value.line == 2 and [p.name for p in tmp_path.iterdir()] == ["s.jsonl"]
 

@@ -12,8 +12,10 @@ import pytest
 from agentworld.corpus import corpus_path
 from agentworld.data import ingest as ingest_module
 from agentworld.data.ingest import IngestReport, detect_format, ingest, records, register_converter
-from agentworld.data.pipeline import write_jsonl_stream
+from agentworld.data.pipeline import PipelineConfig, write_jsonl_stream
 from agentworld.data.process import expand, samples_to_bench_rows
+from agentworld.data.scale import plan_shards
+from agentworld.envs.mcp_proxy import SessionRecorder
 from agentworld.errors import DataError
 from agentworld.io import dumps
 from agentworld.schema import Trajectory, Turn
@@ -71,7 +73,7 @@ def test_bad_rows_raise_or_are_skipped_and_reported(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({**good, "id": "y-t1", "task": 3}) + "\n"
                     + json.dumps({**good, "id": "z-t1", "prompt": ["c"]}) + "\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match=":2") as info:
         list(ingest(path, "agentworld-bench"))
     assert info.value.line == 2
     report = IngestReport()
@@ -119,7 +121,7 @@ def test_openai_chat_jsonl_of_message_lists(tmp_path: Path) -> None:
 
 def test_openai_chat_errors_are_located(tmp_path: Path) -> None:
     path = _write(tmp_path / "chat.jsonl", [_chat(), _chat(call_id="nope"), _chat(args="{bad")])
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="tool_call_id") as info:
         list(ingest(path, "openai-chat"))
     assert (info.value.line, info.value.field) == (2, "messages[3].tool_call_id")
     report = IngestReport()
@@ -175,3 +177,31 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
         list(ingest(path, "nope"))
     with pytest.raises(DataError, match="no such file"):
         list(ingest(tmp_path / "missing.jsonl"))
+
+
+def test_incremental_recording_sessions_join_even_interleaved(tmp_path: Path) -> None:
+    """``record mcp`` appends a row per answered call (row k holds turns 1…k), so concurrent sessions
+    interleave; each session still reads back as one trajectory, and such a file is never sharded."""
+    sessions = {"a": SessionRecorder(name="a"), "b": SessionRecorder(name="b")}
+    written: list[dict[str, Any]] = []
+    for i, name in enumerate("ababa"):
+        rec = sessions[name]
+        rec.from_client({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                         "params": {"name": "t", "arguments": {"i": i}}})
+        answer = {"content": [{"type": "text", "text": f"{name}{i}"}]}
+        rec.from_server({"jsonrpc": "2.0", "id": i, "result": answer})
+        written += rec.new_rows()
+    corpus = [json.loads(line) for line in corpus_path("terminal").read_text().splitlines()]
+    legacy = [r for r in corpus if r["id"].rsplit("-t", 1)[0] == corpus[0]["id"].rsplit("-t", 1)[0]]
+    path = _write(tmp_path / "rec.jsonl", written[:2] + legacy + written[2:] + written[:1])  # + a reused id
+    assert detect_format(path) == "recording"
+    trajs = list(ingest(path))
+    ids = [sessions["a"].trajectory_id, sessions["b"].trajectory_id, sessions["a"].trajectory_id]
+    assert [t.id for t in trajs] == [legacy[0]["id"].rsplit("-t", 1)[0], *ids]  # whole ones first
+    a, b, again = trajs[1:]
+    assert [t.observation for t in a.turns] == [f"{MARK}a0", f"{MARK}a2", f"{MARK}a4"]
+    assert [t.observation for t in b.turns] == [f"{MARK}b1", f"{MARK}b3"] and len(again.turns) == 1
+    assert a.meta["calls"] == 3 and a.meta["origin"] == "real" and "incremental" not in a.meta
+    config = PipelineConfig.model_validate({"inputs": [{"path": str(path)}],
+                                            "output": {"format": "samples", "path": str(tmp_path / "o")}})
+    assert [s.whole for s in plan_shards(config, 8, min_shard_bytes=1)] == [True]

@@ -166,7 +166,7 @@ def test_make_ledger_per_domain() -> None:
     assert isinstance(null, NullLedger) and isinstance(null, Ledger)
     assert (null.summary(), null.check("a", "b"), null.repair("a", "b", []), null.update("a", "b")) == (
         "", [], None, None)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="frozen"):
         Contradiction(kind="x", message="m").model_copy(update={}).__setattr__("kind", "y")
 
 

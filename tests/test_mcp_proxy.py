@@ -7,13 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +19,15 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from agentworld.data.ingest import ingest
 from agentworld.envs.mcp_proxy import SessionRecorder, observation_of, rpc_messages
 from agentworld.envs.mcp_proxy_http import SseParser
 from agentworld.io import read_journal
 from agentworld.schema import parse_row
 from agentworld.serve.mock_server import MockConfig, run_mock_server
+from test_mcp_proxy_helpers import child_env, proxy_cmd, started, upstream_cmd
 
 pytest.importorskip("mcp_server_git")
-
-MAIN = "import sys; from agentworld.cli import main; sys.exit(main())"
-"""Runs the ``agentworld`` CLI with this interpreter (no reliance on PATH)."""
 
 TEE = """\
 import os, subprocess, sys, threading
@@ -56,10 +51,6 @@ sys.exit(proc.wait())
 """Runs a command and copies the bytes of its stdin and stdout to LOG.in and LOG.out."""
 
 
-def child_env() -> dict[str, str]:
-    return dict(os.environ)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "repo"
@@ -76,10 +67,6 @@ def repo(tmp_path: Path) -> Path:
 
 def git_server(repo: Path) -> list[str]:
     return [sys.executable, "-m", "mcp_server_git", "--repository", str(repo)]
-
-
-def proxy_cmd(out: Path, *rest: str) -> list[str]:
-    return [sys.executable, "-c", MAIN, "record", "mcp", "--out", str(out), *rest]
 
 
 async def git_session(params: StdioServerParameters, repo: Path) -> dict[str, Any]:
@@ -117,24 +104,26 @@ def test_stdio_proxy_is_transparent_byte_exact_and_records(tmp_path: Path, repo:
     assert client_in == server_in and b'"git_status"' in client_in
     assert client_out == server_out and b"Repository status" in client_out
 
-    rows = list(read_journal(out))
-    samples = [parse_row(r) for r in rows]
-    assert len(rows) == 4 and len({r["id"].rsplit("-t", 1)[0] for r in rows}) == 1  # one trajectory
-    last = samples[-1]
-    assert [s.turn_idx for s in samples] == [1, 2, 3, 4] and last.total_turns == 4
-    assert [json.loads(p.split("```json\n")[1].split("\n```")[0])["tool_name"] for p in last.prompt] == [
+    rows = list(read_journal(out))  # one row per answered call, written as it was answered
+    assert [(r["turn_idx"], len(r["prompt"])) for r in rows] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert all(parse_row(r).ground_truth == rows[-1]["response"][i] for i, r in enumerate(rows))
+    (traj,) = ingest(out)  # the rows of one session are one trajectory
+    assert traj.id == rows[0]["id"].rsplit("-t", 1)[0] and "incremental" not in traj.meta
+    actions = [t.action for t in traj.turns]
+    assert [json.loads(a.split("```json\n")[1].split("\n```")[0])["tool_name"] for a in actions] == [
         "git_status", "git_log", "git_log", "git_teleport"]
-    assert last.prompt[0] == ('**Action:**\n```json\n{"tool_name": "git_status", "arguments": {"repo_path": '
-                              f'{json.dumps(str(repo))}}}}}\n```')
+    assert actions[0] == ('**Action:**\n```json\n{"tool_name": "git_status", "arguments": {"repo_path": '
+                          f'{json.dumps(str(repo))}}}}}\n```')
     status_text = direct["status"]["content"][0]["text"]
-    assert last.response[0] == f"**Environment Observation:**\n{status_text}"
-    assert last.response[2] == "**Environment Observation:**\n" + direct["bad"]["content"][0]["text"]
-    assert last.response[3] == "**Environment Observation:**\nError: Unknown tool: git_teleport"
-    assert "# Available tools" in last.system_str
-    tools = json.loads(last.system_str.split("# Available tools\n", 1)[1])["tools"]
+    observations = [t.observation for t in traj.turns]
+    assert observations[0] == f"**Environment Observation:**\n{status_text}"
+    assert observations[2] == "**Environment Observation:**\n" + direct["bad"]["content"][0]["text"]
+    assert observations[3] == "**Environment Observation:**\nError: Unknown tool: git_teleport"
+    assert "# Available tools" in traj.system_prompt
+    tools = json.loads(traj.system_prompt.split("# Available tools\n", 1)[1])["tools"]
     assert [t["name"] for t in tools] == [t["name"] for t in direct["tools"]["tools"]]
-    meta = rows[0]["meta"]
-    assert meta["source"] == "real" and meta["server"]["name"] == "mcp-git"
+    meta = traj.meta
+    assert meta["origin"] == "real" and meta["server"]["name"] == "mcp-git" and meta["calls"] == 4
     assert meta["server_command"] == server
     assert [t["is_error"] for t in meta["turns"]] == [False, False, True, True]
     assert all(t["latency_s"] >= 0 for t in meta["turns"])
@@ -176,32 +165,6 @@ def test_stdio_proxy_stopped_mid_session_still_records(tmp_path: Path, repo: Pat
 
 # -- HTTP ---------------------------------------------------------------------------------------
 
-TOOLS_PATH = Path(__file__).parent / "fixtures" / "airline_tools.json"
-
-
-@contextmanager
-def started(command: list[str]) -> Iterator[str]:
-    """Start a server subprocess that announces ``listening on URL`` on stderr; yield the URL."""
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=child_env())
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert match, f"did not start: {line!r}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                httpx.get(match.group(1), timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "not reachable"
-                time.sleep(0.05)
-        yield match.group(1)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=15)
-
-
 async def http_session(url: str, mode: str) -> dict[str, Any]:
     async with Client(url, mode=mode) as client:
         seen: dict[str, Any] = {"tools": (await client.list_tools()).model_dump()}
@@ -213,34 +176,29 @@ async def http_session(url: str, mode: str) -> dict[str, Any]:
 
 def test_http_proxy_is_transparent_and_records(tmp_path: Path) -> None:
     out = tmp_path / "rec.jsonl"
-    with run_mock_server(MockConfig()) as mock_url:
-        upstream_cmd = [sys.executable, "-m", "agentworld.serve.serve_cli", "mcp", "--tools", str(TOOLS_PATH),
-                        "--model-base-url", mock_url, "--model", "mock", "--transport", "http", "--port", "0"]
-        with started(upstream_cmd) as upstream, started(
-                proxy_cmd(out, "--url", upstream, "--listen-port", "0", "--name", "airline")) as proxy:
-            direct = asyncio.run(http_session(upstream, "legacy"))
-            through = asyncio.run(http_session(proxy, "legacy"))
-            assert through == direct
-            assert direct["bad"]["is_error"] and not direct["ok"]["is_error"]
-            written = list(read_journal(out))  # the legacy client ended its session with DELETE
-            assert len(written) == 3 and all(r["meta"]["session_id"] for r in written)
-            assert asyncio.run(http_session(proxy, "auto")) == asyncio.run(http_session(upstream, "auto"))
-            body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
-            headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28"}
-            a, b = (httpx.post(u, json=body, headers=headers) for u in (upstream, proxy))
-            assert (a.status_code, a.headers["content-type"], a.content) == (
-                b.status_code, b.headers["content-type"], b.content)
-    rows = list(read_journal(out))  # + the stateless session, written when the proxy stopped
-    samples = [parse_row(r) for r in rows]
-    ids = sorted({r["id"].rsplit("-t", 1)[0] for r in rows})
-    assert len(ids) == 2 and all(i.startswith("airline-") for i in ids)
-    first = samples[2]
-    assert first.total_turns == 3 and first.domain == "mcp"
-    assert '"tool_name": "book_spaceship"' in first.prompt[1]
-    assert first.response[0].startswith("**Environment Observation:**\nError: invalid arguments")
-    assert "# Available tools" in first.system_str and "get_user_details" in first.system_str
-    meta = rows[0]["meta"]
+    with run_mock_server(MockConfig()) as mock_url, started(upstream_cmd(mock_url)) as upstream, started(
+            proxy_cmd(out, "--url", upstream, "--listen-port", "0", "--name", "airline")) as proxy:
+        direct = asyncio.run(http_session(upstream, "legacy"))
+        through = asyncio.run(http_session(proxy, "legacy"))
+        assert through == direct
+        assert direct["bad"]["is_error"] and not direct["ok"]["is_error"]
+        written = list(read_journal(out))  # the legacy client ended its session with DELETE
+        assert len(written) == 3 and all(r["meta"]["session_id"] for r in written)
+        assert asyncio.run(http_session(proxy, "auto")) == asyncio.run(http_session(upstream, "auto"))
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28"}
+        a, b = (httpx.post(u, json=body, headers=headers) for u in (upstream, proxy))
+        assert (a.status_code, a.headers["content-type"], a.content) == (
+            b.status_code, b.headers["content-type"], b.content)
+    trajs = list(ingest(out))  # the legacy session, then the auto one
+    assert len(trajs) == 2 and all(t.id.startswith("airline-") for t in trajs)
+    first = trajs[0]
+    assert len(first.turns) == 3 and first.domain == "mcp"
+    assert '"tool_name": "book_spaceship"' in first.turns[1].action
+    assert first.turns[0].observation.startswith("**Environment Observation:**\nError: invalid arguments")
+    assert "# Available tools" in first.system_prompt and "get_user_details" in first.system_prompt
+    meta = first.meta
     assert meta["transport"] == "streamable-http" and meta["server_url"].endswith("/mcp")
     assert [t["is_error"] for t in meta["turns"]] == [True, True, False]
 

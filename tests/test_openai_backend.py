@@ -133,7 +133,7 @@ def test_retry_after_header_forms() -> None:
 def test_no_retry_on_400(fake: tuple[Fake, str]) -> None:
     server, url = fake
     server.script.append(fail(400, "bad max_tokens"))
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(BackendError, match="bad max_tokens") as info:
         call(url)
     assert info.value.retryable is False and info.value.status == 400
     assert "bad max_tokens" in str(info.value)
@@ -143,7 +143,7 @@ def test_no_retry_on_400(fake: tuple[Fake, str]) -> None:
 def test_gives_up_after_max_retries(fake: tuple[Fake, str]) -> None:
     server, url = fake
     server.default = fail(502)
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(BackendError, match="502") as info:
         call(url, max_retries=2)
     assert info.value.retryable is True and info.value.status == 502
     assert len(server.bodies) == 3
@@ -160,7 +160,7 @@ def test_connection_error_is_retryable() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(BackendError, match="2 attempts") as info:
         call(f"http://127.0.0.1:{port}/v1", max_retries=1)
     assert info.value.retryable is True and "2 attempts" in str(info.value)
 
@@ -239,7 +239,7 @@ def test_api_key_never_in_repr_logs_or_errors(fake: tuple[Fake, str],
         finally:
             await backend.aclose()
 
-    with pytest.raises(BackendError) as info:
+    with pytest.raises(BackendError, match="HTTP 400") as info:
         asyncio.run(go())
     assert server.auth[-1] == f"Bearer {SECRET}"  # it was sent ...
     assert SECRET not in str(info.value) and SECRET not in repr(info.value)  # ... and never shown

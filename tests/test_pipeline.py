@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agentworld.cli import app as root
 from agentworld.corpus import corpus_path
-from agentworld.data.cli import app
 from agentworld.data.pipeline import PipelineConfig, iter_samples, run_pipeline
 from agentworld.errors import DataError
 
@@ -53,7 +53,7 @@ def test_config_errors_name_file_and_field(tmp_path: Path, body: str, field: str
 
 def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
     path = _config(tmp_path, "inputs: [\n  {path: a\noutput: x\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="not valid YAML") as info:
         PipelineConfig.load(path)
     assert info.value.path == str(path) and info.value.line is not None
 
@@ -90,21 +90,22 @@ def test_bench_export_of_the_pipeline_reproduces_the_corpus(tmp_path: Path) -> N
 
 def test_cli_convert_process_stats(tmp_path: Path) -> None:
     unified = tmp_path / "unified.jsonl"
-    result = runner.invoke(app, ["convert", "--in", str(corpus_path("terminal")), "--out", str(unified)])
+    result = runner.invoke(root, ["data", "convert", "--in", str(corpus_path("terminal")),
+                                  "--out", str(unified)])
     assert result.exit_code == 0, result.output
     assert json.loads(unified.read_text().splitlines()[0])["id"] == "env-variables"
     config = _config(tmp_path, "inputs: [{path: unified.jsonl}]\nsplit: {eval_fraction: 0}\n"
                                "output: {path: out/s.jsonl}\n")
-    result = runner.invoke(app, ["process", "--config", str(config), "--no-progress"])
+    result = runner.invoke(root, ["data", "process", "--config", str(config), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "stats.json").exists()
-    result = runner.invoke(app, ["stats", "--in", str(tmp_path / "out" / "s.jsonl"), "--json"])
+    result = runner.invoke(root, ["data", "stats", "--in", str(tmp_path / "out" / "s.jsonl"), "--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
     assert data["domains"] == {"terminal": data["samples"]} and set(data["categories"]) <= {
         "state_change", "retrieval", "expansion", "error", "boilerplate", "echo", "empty"}
     html = tmp_path / "stats.html"
-    result = runner.invoke(app, ["stats", "--in", str(unified), "--report", str(html)])
+    result = runner.invoke(root, ["data", "stats", "--in", str(unified), "--report", str(html)])
     assert result.exit_code == 0 and "│" in result.output and "observation tokens" in result.output
     assert "<svg" in html.read_text() and "terminal" in html.read_text()
 
@@ -113,9 +114,9 @@ def test_cli_reports_data_errors_with_location(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     good = {"task": "terminal", "id": "a-t1", "prompt": ["x"], "response": ["y"], "system_str": ""}
     bad.write_text(json.dumps(good) + "\n{oops\n")
-    result = runner.invoke(app, ["convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl")])
-    assert result.exit_code == 1 and f"{bad}:2" in result.output
+    result = runner.invoke(root, ["data", "convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl")])
+    assert result.exit_code == 2 and f"{bad}:2" in result.output
     assert not (tmp_path / "u.jsonl").exists()
-    result = runner.invoke(app, ["convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl"),
+    result = runner.invoke(root, ["data", "convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl"),
                                  "--on-error", "skip"])
     assert result.exit_code == 0 and "skipped 1" in result.output

@@ -85,5 +85,5 @@ def test_no_judge_and_failures() -> None:
                               threshold=0.0, rule_weight=0.5)
     assert not report.candidates[0].kept and report.candidates[0].error
     assert combine_scores(None, None, 0.5) is None and combine_scores(80.0, None, 0.5) == 80.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="temperature must be > 0"):
         rejection_sample(_samples(), teacher, None, threshold=1.0, temperature=0.0)

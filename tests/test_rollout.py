@@ -120,3 +120,61 @@ def test_trl_environment_factory_one_grpo_step(tmp_path: Path) -> None:
         environment_factory=env_class)
     output = trainer.train()
     assert output.global_step == 1
+
+
+def test_rollout_command_sends_each_endpoint_its_own_key(tmp_path: Path) -> None:
+    """`train rollout`: the agent's key goes to the agent endpoint only, the world model's to the world
+    model (one key used to be sent to both)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    seen: list[tuple[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path.split("/")[1], self.headers.get("Authorization", "")))
+            if self.path.startswith("/agent/"):
+                content = _agent(None) if len(body["messages"]) <= 2 else "All done."  # type: ignore[arg-type]
+            else:
+                content = WORLD
+            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": content}}],
+                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps({"tools": TOOLS}))
+    out = tmp_path / "episodes.jsonl"
+    try:
+        result = CliRunner().invoke(app, [
+            "train", "rollout", "--tools", str(tools), "--out", str(out), "--episodes", "2",
+            "--max-turns", "3",
+            "--agent-base-url", f"{url}/agent/v1", "--agent-model", "agent",
+            "--model-base-url", f"{url}/world/v1", "--model", "world"],
+            env={"AGENTWORLD_AGENT_API_KEY": "agent-key-1", "AGENTWORLD_MODEL_API_KEY": "world-key-2",
+                 "OPENAI_API_KEY": ""})
+    finally:
+        server.shutdown()
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["episodes"] == 2
+    assert {path for path, _ in seen} == {"agent", "world"}
+    for path, auth in seen:
+        assert auth == ("Bearer agent-key-1" if path == "agent" else "Bearer world-key-2"), (path, auth)
+    assert out.exists() and out.with_suffix(".rl.jsonl").exists()

@@ -134,7 +134,7 @@ def test_action_forms_and_prompt_detection() -> None:
     assert keystroke_steps(steps[0]) == steps
     assert keystroke_steps('[{"keystrokes": "ls\\n", "duration": 1.0}]') == steps
     assert keystroke_steps('**Action:**\n```json\n[{"keystrokes": "ls\\n", "duration": 1.0}]\n```') == steps
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="keystroke"):
         keystroke_steps("ls")
     assert at_shell_prompt("root@abc:/app# ls\na\nroot@abc:/app#")
     assert not at_shell_prompt("root@abc:/app# python3\n>>>")

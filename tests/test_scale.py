@@ -136,10 +136,10 @@ def test_error_is_located_as_in_the_sequential_run(tmp_path: Path) -> None:
     rows = _rows(corpus_path("terminal"))
     path = _write_rows(tmp_path / "bad.jsonl", rows, {300: b"{oops"})
     inputs = [{"path": str(path)}]
-    with pytest.raises(DataError) as seq:
+    with pytest.raises(DataError, match=":301") as seq:
         run_pipeline(_config(inputs, tmp_path / "seq" / "out.jsonl"), progress=False)
     par = _config(inputs, tmp_path / "par" / "out.jsonl")
-    with pytest.raises(DataError) as sharded:
+    with pytest.raises(DataError, match=":301") as sharded:
         scale.execute(par, scale._inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
     assert str(sharded.value) == str(seq.value)
     assert sharded.value.line == 301

@@ -92,7 +92,7 @@ def test_bad_rows_name_file_line_and_field(tmp_path: Path, mutate, field: str, l
     mutate(rows[1])
     src = tmp_path / "terminal_test.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match=field) as info:
         load_samples([tmp_path])
     err = info.value
     assert err.path == str(src) and err.line == line and err.field == field
@@ -102,7 +102,7 @@ def test_bad_rows_name_file_line_and_field(tmp_path: Path, mutate, field: str, l
 def test_malformed_json_line_is_located(tmp_path: Path) -> None:
     src = tmp_path / "mcp_test.jsonl"
     src.write_text(json.dumps(_rows(1)[0]) + "\n{not json\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="malformed JSON") as info:
         list(read_bench_jsonl(src))
     assert info.value.line == 2 and "malformed JSON" in str(info.value)
 

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from agentworld.envs.sandbox import missing_tools
 from agentworld.models.base import ChatResult
 from agentworld.models.scripted import ScriptedBackend
-from agentworld.serve.shell import app, run_shell, shell_action
+from agentworld.serve.shell import run_shell, shell_action
+from agentworld.serve.shell_cli import app
 from agentworld.sim import Simulator, WorldSpec
 
 

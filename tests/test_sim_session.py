@@ -303,7 +303,7 @@ def test_without_model_or_real_environment_is_a_backend_error() -> None:
 
 def test_top_level_simulator_is_lazy() -> None:
     assert agentworld.Simulator is Simulator
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="nope"):
         agentworld.nope  # noqa: B018
 
 
@@ -312,5 +312,6 @@ def test_default_ledger_runs_and_reports_its_summary() -> None:
     model = ScriptedBackend(default=wrap(f"root@{host}:/app# cd /tmp\nroot@{host}:/tmp#"))
     sim = Simulator(model)
     sim.reset(seed=2)
+    assert host not in sim.state().ledger  # nothing established before the first step
     sim.step([{"keystrokes": "cd /tmp\n", "duration": 0.1}])
-    assert isinstance(sim.state().ledger, str)
+    assert sim.state().ledger == f"shell: root@{host} cwd /tmp"  # the host and the new working directory

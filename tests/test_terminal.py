@@ -104,7 +104,7 @@ def test_exit_and_wall_clock_limit() -> None:
     with TerminalSession(SandboxConfig(wall_clock_s=1.5)) as session:
         session.step(act("sleep 100\n", 0.2))
         time.sleep(2.0)
-        with pytest.raises(SandboxTimeoutError):
+        with pytest.raises(SandboxTimeoutError, match="wall-clock limit"):
             session.step(act("", 0.1))
         assert not session.alive
     with TerminalSession() as session:
@@ -114,31 +114,19 @@ def test_exit_and_wall_clock_limit() -> None:
 
 def test_cleanup_leaves_nothing() -> None:
     session = TerminalSession(SandboxConfig(max_processes=64))
-    server = session._server
-    folders = [session.sandbox.root, Path(session._control_dir)]
+    server, box = session._server, session.sandbox
+    folders = [box.root, Path(session._control_dir)]
+    cgroups = list(box.budget.cgroups.values())
     session.step(act(":(){ :|:& };:\n", 1.0))
+    running = box.processes()
     started = time.monotonic()
     session.close()
     assert time.monotonic() - started < 10
     assert server.poll() is not None, "the tmux server is gone"
-    assert not any(f.exists() for f in folders)
-    if os.geteuid() == 0:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            live = [p for p in os.listdir("/proc") if p.isdigit() and _is_live_nobody(p)]
-            if not live:
-                break
-            time.sleep(0.05)
-        assert not live
-
-
-def _is_live_nobody(pid: str) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    uid = next((line.split()[1] for line in status.splitlines() if line.startswith("Uid:")), "")
-    return uid == "65534" and "zombie" not in status
+    assert running is None or len(running) > 10, "the fork bomb ran in the sandbox's cgroup"
+    assert not any(f.exists() for f in folders), "host folders are removed"
+    assert not any(c.exists() for c in cgroups), "cgroups are removed (only possible once empty)"
+    assert not os.path.ismount(box.root)
 
 
 TINY = [{"name": "tiny-demo", "actions": [act("echo hi > a.txt && cat a.txt\n"), act("mkdir d && cd d\n"),
@@ -187,7 +175,7 @@ def test_load_scenarios_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"name": "ok", "actions": [act("ls\n")]},
                                {"name": "x", "actions": [[{"keystrokes": 3, "duration": 1}]]}]))
-    with pytest.raises(DataError) as info:
+    with pytest.raises(DataError, match="scenario 1") as info:
         load_scenarios(bad)
     assert info.value.path == str(bad) and info.value.field == "actions[0][0].keystrokes"
     assert "scenario 1" in str(info.value)
@@ -217,30 +205,35 @@ def test_cli_records_and_resumes(tmp_path: Path) -> None:
 
 
 OWNER = """
-import sys, time
+import json, sys, time
 from agentworld.envs.terminal import TerminalSession
 s = TerminalSession()
 s.step([{"keystrokes": "sleep 300 &\\n", "duration": 0.3}])
-print(s._server.pid, s.sandbox.root, flush=True)
+print(json.dumps([s._server.pid, str(s.sandbox.root), s._control_dir,
+                  [str(c) for c in s.sandbox.budget.cgroups.values()], s.sandbox.processes()]), flush=True)
 time.sleep(300)
 """
 
 
-def test_owner_killed_with_sigkill_leaves_no_process_and_folders_are_swept() -> None:
+def test_owner_killed_with_sigkill_leaves_no_process_and_everything_is_swept() -> None:
     proc = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    server_pid, root = proc.stdout.readline().split()
+    server_pid, root, control, cgroups, running = json.loads(proc.stdout.readline())
     proc.kill()
     proc.wait()
+    left = [Path(c) for c in cgroups]
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and (_alive(int(server_pid)) or _nobody_processes()):
+    while time.monotonic() < deadline and (_alive(server_pid) or any(map(_cgroup_pids, left))):
         time.sleep(0.1)
-    assert not _alive(int(server_pid)), "tmux server outlived its owner"
-    if os.geteuid() == 0:
-        assert not _nobody_processes(), "sandboxed processes outlived their owner"
-    assert Path(root).exists()
+    assert not _alive(server_pid), "tmux server outlived its owner"
+    assert running is None or len(running) >= 2, "bash and sleep ran in the sandbox's cgroup"
+    assert not any(map(_cgroup_pids, left)), "sandboxed processes outlived their owner"
+    assert Path(root).exists() and Path(control).exists()
     with Sandbox():
-        assert not Path(root).exists(), "the next sandbox sweeps the dead owner's folder"
+        assert not Path(root).exists(), "the next sandbox sweeps the dead owner's sandbox folder"
+        assert not Path(control).exists(), "... and its tmux folder"
+        assert not any(c.exists() for c in left), "... and its cgroups"
+        assert root not in Path("/proc/self/mountinfo").read_text(), "... and its tmpfs"
 
 
 def _alive(pid: int) -> bool:
@@ -251,5 +244,8 @@ def _alive(pid: int) -> bool:
     return "zombie" not in status
 
 
-def _nobody_processes() -> list[str]:
-    return [p for p in os.listdir("/proc") if p.isdigit() and _is_live_nobody(p)]
+def _cgroup_pids(folder: Path) -> list[str]:
+    try:
+        return (folder / "cgroup.procs").read_text().split()
+    except OSError:
+        return []

@@ -129,7 +129,7 @@ def test_cpt_trains_and_resumes(tiny: Path, data: Path, tmp_path: Path) -> None:
     second = run_cpt(config.model_copy(update={"max_steps": 3, "resume": True}))
     assert second.resumed_from == config.output_dir / "checkpoint-2"
     assert second.steps == 3 and (config.output_dir / "checkpoint-3").is_dir()
-    with pytest.raises(ConfigMismatchError):
+    with pytest.raises(ConfigMismatchError, match="learning_rate"):
         run_cpt(config.model_copy(update={"max_steps": 4, "resume": True, "learning_rate": 1e-3}))
 
 

@@ -3,7 +3,8 @@
 A field becomes ``--field-name`` with the field's description as help; ``list`` fields are
 repeatable; ``bool`` fields are flags (``--x/--no-x`` when they default to true); ``Literal``
 fields are choices; ``json_schema_extra={"envvar": ...}`` names an environment variable default
-(or several, tried in order).
+(or several, tried in order), ``{"flags": ["--in"]}`` replaces the flag derived from the name
+(``inp`` → ``--in``; ``["--processes", "-j"]`` adds a short form).
 
 The house style every command follows (tested over the whole command tree in ``tests/test_cli.py``):
 options come from a typed config; every option has help text; units are in names (``--timeout-s``);
@@ -63,13 +64,29 @@ def new_app(help: str, **options: Any) -> typer.Typer:
     return typer.Typer(help=help, **{**settings, **options})
 
 
+def cli_flags(*flags: str) -> dict[str, Any]:
+    """``json_schema_extra`` naming a field's flags: ``Field(..., json_schema_extra=cli_flags("--in"))``."""
+    return {"flags": list(flags)}
+
+
+def _flag(info: FieldInfo, name: str) -> str:
+    """The long flag of a field as the user types it (``inp`` with ``flags: ["--in"]`` → ``--in``)."""
+    extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    flags = extra.get("flags")
+    return str(flags[0]) if isinstance(flags, list) and flags else "--" + name.replace("_", "-")
+
+
 def _option(name: str, info: FieldInfo) -> inspect.Parameter:
     if not info.description:
         raise TypeError(f"config field {name!r} has no description: every CLI option needs help text")
     annotation = _cli_type(info.annotation)
-    flag = "--" + name.replace("_", "-")
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-    decls = [f"{flag}/--no-{flag[2:]}"] if info.annotation is bool and info.default is True else [flag]
+    flags = extra.get("flags")
+    flag = "--" + name.replace("_", "-")
+    if isinstance(flags, list):
+        decls = [str(f) for f in flags]
+    else:
+        decls = [f"{flag}/--no-{flag[2:]}"] if info.annotation is bool and info.default is True else [flag]
     if info.is_required():
         default: Any = ...
     elif info.default_factory is not None:
@@ -131,7 +148,8 @@ def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:
         problems = []
         for error in exc.errors():
             where = ".".join(str(p) for p in error["loc"])
-            flag = "--" + where.replace("_", "-") if where in config_cls.model_fields else where or "options"
+            flag = _flag(config_cls.model_fields[where], where) if where in config_cls.model_fields else where
+            flag = flag or "options"
             problems.append(f"{flag}: {error['msg']}")
         raise AgentWorldError("; ".join(problems)) from None
 

@@ -78,6 +78,7 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     """Run the whole demo; returns the path of the HTML report."""
     from rich.console import Console
 
+    from agentworld.endpoints import build_backend
     from agentworld.eval.config import EvalConfig
     from agentworld.eval.report import write_report
     from agentworld.eval.runner import run_eval
@@ -92,13 +93,15 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     record_demo_data(config, data_file, console)
 
     model: ChatBackend | None = None
-    if config.model_base_url is None:
+    if config.model_base_url is None and config.model == "retrieval":
         held_out = set(config.scenarios)
-        index = RetrievalIndex(default_corpus(),
+        index = RetrievalIndex(config.model_corpus or default_corpus(),
                                exclude=lambda row: row.id.rpartition("-t")[0] in held_out)
         model = RetrievalBackend(index)
         console.print(f"world model: retrieval baseline over {len(index)} recorded transitions "
                       f"(demo scenarios held out)")
+    elif config.model_base_url is None:
+        model = build_backend(config.model, corpus=config.model_corpus)
     console.rule("2. simulate them with the world model, 3. score")
     judge_tag = f"+{config.judge_model}" if config.judge_base_url else ""
     run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")

@@ -1,18 +1,24 @@
 """Crash-safe file helpers: atomic whole-file writes and append-only JSONL journals.
 
 Every long run in agentworld writes through these, so killing a process at any moment leaves
-each output file either as it was or with whole new lines; a torn last line is ignored on read.
+each output file either as it was or with whole new lines; a torn last line is ignored on read
+and set aside (never silently lost) when the journal is opened again.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
+
+log = logging.getLogger(__name__)
+PREVIEW_CHARS = 80
+"""How much of a dropped journal tail the warning shows."""
 
 
 def dumps(obj: Any) -> str:
@@ -64,28 +70,27 @@ class JsonlJournal:
     """Append-only JSONL file: one ``append`` is one whole line, flushed and fsynced.
 
     Used for results of long runs; a process killed mid-write leaves at most one torn final
-    line, which :func:`read_journal` skips (and the next append starts on a fresh line).
+    line, which :func:`read_journal` skips and the next opening repairs (see :func:`repair_tail`).
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
+        repair_tail(self.path)
         self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
-    def _repair_tail(self) -> None:
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        with open(self.path, "rb+") as handle:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                data = self.path.read_bytes()
-                cut = data.rfind(b"\n") + 1
-                handle.truncate(cut)
+    def append(self, row: Any, *, sync: bool = True) -> None:
+        """Write ``row`` as one line and flush it to the OS, so a killed process keeps it.
 
-    def append(self, row: Any) -> None:
+        ``sync`` also fsyncs it, so a lost machine keeps it; without, call :meth:`sync` later.
+        """
         self._handle.write(dumps(row) + "\n")
         self._handle.flush()
+        if sync:
+            os.fsync(self._handle.fileno())
+
+    def sync(self) -> None:
+        """Make every appended row durable (fsync)."""
         os.fsync(self._handle.fileno())
 
     def close(self) -> None:
@@ -98,15 +103,83 @@ class JsonlJournal:
         self.close()
 
 
+def dropped_path(path: str | Path) -> Path:
+    """Where :func:`repair_tail` keeps the torn tails it cut from ``path``: ``<name>.dropped`` beside it."""
+    path = Path(path)
+    return path.with_name(path.name + ".dropped")
+
+
+def repair_tail(path: str | Path) -> None:
+    """End ``path`` on a line boundary before appending to it, losing nothing that parses.
+
+    Why: a row appended after an unfinished last line would be glued onto it. A last line that
+    parses is a whole row whose newline is missing (a writer killed between the two, or a file
+    made by hand), so it only gets its newline. One that does not parse is torn: it is appended to
+    :func:`dropped_path` (fsynced first), cut from ``path``, and a warning names the file, the byte
+    offset and the start of what was cut.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+        start = _last_line_start(handle, size)
+        handle.seek(start)
+        tail = handle.read()
+        if not tail.strip() or _parses(tail):
+            handle.seek(0, os.SEEK_END)
+            handle.write(b"\n")
+        else:
+            side = dropped_path(path)
+            with open(side, "ab") as kept:
+                kept.write(tail + b"\n")
+                kept.flush()
+                os.fsync(kept.fileno())
+            handle.truncate(start)
+            preview = tail[:PREVIEW_CHARS].decode("utf-8", "replace")
+            log.warning("%s: dropped an unfinished last line at byte %d (%d bytes, kept in %s), starting %r",
+                        path, start, len(tail), side, preview)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _last_line_start(handle: IO[bytes], size: int, block: int = 65536) -> int:
+    """Offset just past the last ``\\n`` (0 if none), reading backwards so memory stays flat."""
+    end = size
+    while end > 0:
+        begin = max(0, end - block)
+        handle.seek(begin)
+        found = handle.read(end - begin).rfind(b"\n")
+        if found != -1:
+            return begin + found + 1
+        end = begin
+    return 0
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def read_journal(path: str | Path) -> Iterator[Any]:
-    """Yield the complete JSON lines of a journal; a torn last line is skipped."""
+    """Yield the JSON rows of a journal; a line that does not parse (a torn last one) is skipped.
+
+    A last row missing only its newline is yielded: it is whole, and :func:`repair_tail` keeps it.
+    """
     path = Path(path)
     if not path.exists():
         return
     with open(path, "rb") as handle:
         for raw in handle:
-            if not raw.endswith(b"\n"):
-                break
             raw = raw.strip()
             if not raw:
                 continue

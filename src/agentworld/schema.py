@@ -220,15 +220,15 @@ def write_bench_jsonl(path: str | Path, samples: Iterable[BenchSample]) -> None:
     atomic_write_jsonl(path, (s.to_row() for s in samples))
 
 
-def discover_data(paths: Sequence[str | Path]) -> list[Path]:
-    """Expand files and folders into data files: a folder contributes its ``*_test.jsonl`` (sorted)."""
+def discover_data(paths: Sequence[str | Path], pattern: str = "*_test.jsonl") -> list[Path]:
+    """Expand files and folders into data files: a folder contributes its ``pattern`` files (sorted)."""
     files: list[Path] = []
     for item in paths:
         p = Path(item)
         if p.is_dir():
-            found = sorted(p.glob("*_test.jsonl"))
+            found = sorted(p.glob(pattern))
             if not found:
-                raise DataError("folder holds no *_test.jsonl files", path=str(p))
+                raise DataError(f"folder holds no {pattern} files", path=str(p))
             files.extend(found)
         elif p.is_file():
             files.append(p)

@@ -11,7 +11,9 @@ unchanged). :func:`join_rows` builds the same trajectory ``join_samples`` does f
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import mmap
+from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentworld import schema
@@ -70,6 +72,67 @@ def join_rows(group: Sequence[BenchRow], meta: dict[str, Any]) -> Trajectory:
             saved["_keys"] = list(row.full)
             turn_meta["row"] = saved
         turns.append(Turn(action=action, observation=observation, meta=turn_meta))
-    head, _, tail = first.id.rpartition("-t")
-    return Trajectory(id=head if head and tail.isdigit() else first.id, domain=task.split("/")[-1], task=task,
+    return Trajectory(id=trajectory_id(first.id), domain=task.split("/")[-1], task=task,
                       system_prompt=system, turns=tuple(turns), meta=meta)
+
+
+def trajectory_id(row_id: str) -> str:
+    """The id of the trajectory a row belongs to: the row id without its ``-t<turn>``."""
+    head, _, tail = row_id.rpartition("-t")
+    return head if head and tail.isdigit() else row_id
+
+
+def is_incremental(row: BenchRow) -> bool:
+    """A row written as its session went (``meta["incremental"]``): it holds turns 1…turn_idx only."""
+    return type(row.meta) is dict and row.meta.get("incremental") is True and row.turn_idx == len(row.key[2])
+
+
+def may_hold_incremental_rows(path: Path) -> bool:
+    """Whether the key ``"incremental"`` occurs anywhere in ``path`` (a byte scan, no parsing).
+
+    A session of incremental rows may be spread over the whole file, so such a file is read
+    whole, never in byte ranges (a false positive only costs the parallelism).
+    """
+    if path.stat().st_size == 0:
+        return False
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return data.find(b'"incremental"') != -1
+
+
+class OpenSessions:
+    """The sessions of incremental rows (``agentworld record mcp``), each known by its latest row.
+
+    Why: rows of concurrent sessions interleave, and any session may go on until the file ends,
+    so a session is whole only at the end of the file. Its latest row holds all of it, so only
+    where that row is gets kept (a byte offset; the row itself where there is none, as in a JSON
+    array file): a few dozen bytes per session, whatever its length.
+    """
+
+    def __init__(self) -> None:
+        self._latest: list[tuple[int, int | BenchRow]] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, row: BenchRow, offset: int | None) -> None:
+        """Note a row; one whose turn does not follow its session's latest starts a new session."""
+        tid = trajectory_id(row.id)
+        where: int | BenchRow = row if offset is None else offset
+        i = self._index.get(tid)
+        if i is not None and row.turn_idx > self._latest[i][0]:
+            self._latest[i] = (row.turn_idx, where)
+        else:
+            self._index[tid] = len(self._latest)
+            self._latest.append((row.turn_idx, where))
+
+    def latest_rows(self, fetch: Callable[[int], BenchRow]) -> Iterator[BenchRow]:
+        """Each session's latest row, in the order the sessions began (``fetch`` reads one at an offset)."""
+        for _, where in self._latest:
+            yield fetch(where) if isinstance(where, int) else where
+
+
+def session_trajectory(row: BenchRow, meta: dict[str, Any]) -> Trajectory:
+    """The trajectory an incremental row holds: turns 1…turn_idx, no per-row details."""
+    task, system, prompts, responses = row.key
+    pairs = zip(prompts, responses[:len(prompts)], strict=True)
+    turns = tuple(Turn(action=action, observation=observation) for action, observation in pairs)
+    return Trajectory(id=trajectory_id(row.id), domain=task.split("/")[-1], task=task, system_prompt=system,
+                      turns=turns, meta=meta)

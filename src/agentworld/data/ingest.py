@@ -31,13 +31,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, BinaryIO, Literal, Protocol
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from agentworld import schema
-from agentworld.data.bench_rows import BenchRow, join_rows
+from agentworld.data.bench_rows import BenchRow, OpenSessions, is_incremental, join_rows, session_trajectory
 from agentworld.errors import DataError
 from agentworld.schema import Trajectory, Turn
 
@@ -131,16 +131,24 @@ def _array_document(path: Path) -> bool:
 def records(path: Path, on_error: OnError = "raise",
             report: IngestReport | None = None) -> Iterator[tuple[int | None, int, Any]]:
     """Yield ``(line, index, record)`` for JSONL lines or JSON-array items (line is None for arrays)."""
+    for line, _, index, obj in located_records(path, on_error, report):
+        yield line, index, obj
+
+
+def located_records(path: Path, on_error: OnError = "raise", report: IngestReport | None = None
+                    ) -> Iterator[tuple[int | None, int | None, int, Any]]:
+    """:func:`records` with each line's byte offset: ``(line, offset, index, record)`` (None for arrays)."""
     if _array_document(path):
         try:
             items = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             raise DataError(f"malformed JSON: {exc}", path=str(path)) from None
-        yield from ((None, i, item) for i, item in enumerate(items))
+        yield from ((None, None, i, item) for i, item in enumerate(items))
         return
     with open(path, "rb") as handle:
-        index = 0
+        index, offset = 0, 0
         for lineno, raw in enumerate(handle, start=1):
+            start, offset = offset, offset + len(raw)
             if raw.isspace():  # a blank line (what strip() would empty, without copying the line)
                 continue
             try:
@@ -149,7 +157,7 @@ def records(path: Path, on_error: OnError = "raise",
                 err = DataError(f"malformed JSON: {exc}", path=str(path), line=lineno)
                 skip_or_raise(err, on_error, report)
                 continue
-            yield lineno, index, obj
+            yield lineno, start, index, obj
             index += 1
 
 
@@ -190,6 +198,14 @@ def _sourced(traj: Trajectory, path: Path, extra: dict[str, Any] | None = None) 
     return traj.model_copy(update={"meta": meta})
 
 
+def _lifted(meta: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A recording's ``meta`` as trajectory meta: ``source`` is the file, the recorder's is ``origin``."""
+    extra = {**meta, "source": str(path)}
+    if "source" in meta:
+        extra["origin"] = meta["source"]
+    return extra
+
+
 # -- built-in converters ---------------------------------------------------------------------------
 
 @register_converter("agentworld-bench")
@@ -202,9 +218,12 @@ class BenchConverter:
     """
 
     lift_meta = False
+    incremental = False
+    """Whether rows written as a session went (:func:`bench_rows.is_incremental`) are joined by session."""
 
     def __init__(self, known_domains: list[str] | None = list(schema.DOMAIN_NAMES)) -> None:  # noqa: B006
         self.known_domains = known_domains
+        self._known = None if known_domains is None else frozenset(known_domains)
 
     @staticmethod
     def sniff(record: Any) -> bool:
@@ -212,19 +231,17 @@ class BenchConverter:
 
     def read(self, path: Path, *, on_error: OnError = "raise",
              report: IngestReport | None = None) -> Iterator[Trajectory]:
-        known = None if self.known_domains is None else frozenset(self.known_domains)
         group: list[BenchRow] = []
         turns: set[int] = set()
-        for line, _, raw in records(path, on_error, report):
-            row = BenchRow.checked(raw, known)
-            if row is None:  # not plainly valid: the full validation decides (and names the error)
-                try:
-                    sample = schema.parse_row(raw, path=str(path), line=line,
-                                              known_domains=self.known_domains)
-                except DataError as err:
-                    skip_or_raise(err, on_error, report)
-                    continue
-                row = BenchRow.of(sample)
+        sessions = OpenSessions() if self.incremental else None
+        for line, offset, _, raw in located_records(path, on_error, report):
+            row = self._row(raw, path, line)
+            if isinstance(row, DataError):
+                skip_or_raise(row, on_error, report)
+                continue
+            if sessions is not None and is_incremental(row):
+                sessions.add(row, offset)
+                continue
             if group and (row.key != group[-1].key or row.turn_idx in turns):
                 yield self._joined(group, path)
                 group, turns = [], set()
@@ -232,25 +249,48 @@ class BenchConverter:
             turns.add(row.turn_idx)
         if group:
             yield self._joined(group, path)
+        if sessions is not None:
+            with open(path, "rb") as handle:
+                for last in sessions.latest_rows(lambda offset: self._reread(handle, offset, path)):
+                    meta = {k: v for k, v in _lifted(last.meta, path).items() if k != "incremental"}
+                    yield session_trajectory(last, meta)
+
+    def _row(self, raw: Any, path: Path, line: int | None) -> BenchRow | DataError:
+        row = BenchRow.checked(raw, self._known)
+        if row is not None:
+            return row
+        try:  # not plainly valid: the full validation decides (and names the error)
+            sample = schema.parse_row(raw, path=str(path), line=line, known_domains=self.known_domains)
+            return BenchRow.of(sample)
+        except DataError as err:
+            return err
+
+    def _reread(self, handle: BinaryIO, offset: int, path: Path) -> BenchRow:
+        handle.seek(offset)
+        row = self._row(orjson.loads(handle.readline()), path, None)
+        if isinstance(row, DataError):  # it was valid when first read: the file changed since
+            raise row
+        return row
 
     def _joined(self, group: list[BenchRow], path: Path) -> Trajectory:
         meta = group[0].meta if self.lift_meta else None
         if not isinstance(meta, dict):
             return join_rows(group, {"source": str(path)})
-        extra = {**meta, "source": str(path)}
-        if "source" in meta:
-            extra["origin"] = meta["source"]
-        return join_rows(group, extra)
+        return join_rows(group, _lifted(meta, path))
 
 
 @register_converter("recording")
 class RecordingConverter(BenchConverter):
-    """The recorder's rows: bench rows whose ``meta`` (the recording's) becomes ``Trajectory.meta``.
+    """The recorders' rows: bench rows whose ``meta`` (the recording's) becomes ``Trajectory.meta``.
 
-    The recorder's own ``meta["source"]`` (e.g. ``real``) is kept as ``meta["origin"]``.
+    The recorder's own ``meta["source"]`` (e.g. ``real``) is kept as ``meta["origin"]``. Rows that
+    ``record mcp`` appends as calls are answered (``meta["incremental"]``: row *k* holds turns 1…k)
+    are joined by trajectory id wherever they are in the file, and each session, read from its
+    latest row, comes after the other trajectories, once the file has been read.
     """
 
     lift_meta = True
+    incremental = True
 
     @staticmethod
     def sniff(record: Any) -> bool:

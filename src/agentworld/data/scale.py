@@ -17,7 +17,8 @@ Why it is exact, step by step:
   One-record-per-line formats (``unified``, ``generic``, ``openai-chat``) are cut between lines
   whose explicit ids (``id``/``task_id``/``trial``) differ. The planner reads only a few lines
   around each cut; a worker seeks to its start and reads whole lines up to its end. JSON array
-  files and formats registered by third parties (whose grouping is unknown) are one shard each.
+  files, formats registered by third parties (whose grouping is unknown) and recordings with
+  incremental rows (``record mcp``: a session's rows may lie anywhere) are one shard each.
 - **Per-trajectory and per-sample steps** (cleaning, expansion, masking, split) depend only on
   the trajectory or sample: the split is a stable hash of the source and the mask keep decision
   a stable hash of the sample id, so they run unchanged inside the shard.
@@ -62,6 +63,7 @@ from rich.console import Console
 from agentworld import schema
 from agentworld.data import ingest as ingest_mod
 from agentworld.data import pipeline as pipe
+from agentworld.data.bench_rows import may_hold_incremental_rows
 from agentworld.data.ingest import MAX_LISTED_ISSUES, IngestIssue, IngestReport, detect_format
 from agentworld.data.pipeline import PipelineConfig, PipelineReport
 from agentworld.data.process import DatasetStats, DedupKeys, Histogram, StepCounter
@@ -236,7 +238,8 @@ def plan_shards(config: PipelineConfig, shards: int, *, min_shard_bytes: int = 1
             continue
         fmt = _resolved_format(spec.path, spec.format)
         rangeable = (fmt in BENCH_FORMATS or fmt in LINE_FORMATS) \
-            and not ingest_mod._array_document(spec.path)
+            and not ingest_mod._array_document(spec.path) \
+            and not (fmt == "recording" and may_hold_incremental_rows(spec.path))
         want = min(max(1, round(shards * size / total)), max(1, size // max(min_shard_bytes, 1)))
         if not rangeable or want == 1:
             out.append(Shard(index=len(out), input_index=i, path=str(spec.path), format=fmt, whole=True))
@@ -272,8 +275,9 @@ def dedup_key(sample: TrainSample) -> bytes:
 
 
 def _ranged_records(shard: Shard, on_error: ingest_mod.OnError, report: IngestReport | None,
-                    counts: dict[str, int]) -> Iterator[tuple[int | None, int, Any]]:
-    """:func:`ingest.records` over ``[start, end)``: shard-relative lines, file-wide record indexes."""
+                    counts: dict[str, int]) -> Iterator[tuple[int | None, int | None, int, Any]]:
+    """:func:`ingest.located_records` over ``[start, end)``: shard-relative lines, file-wide offsets
+    and record indexes."""
     with open(shard.path, "rb") as handle:
         handle.seek(shard.start)
         pos = shard.start
@@ -283,7 +287,7 @@ def _ranged_records(shard: Shard, on_error: ingest_mod.OnError, report: IngestRe
             raw = handle.readline()
             if not raw:
                 break
-            pos += len(raw)
+            start, pos = pos, pos + len(raw)
             lineno += 1
             counts["lines"] = lineno
             if not raw.strip():
@@ -295,7 +299,7 @@ def _ranged_records(shard: Shard, on_error: ingest_mod.OnError, report: IngestRe
                 ingest_mod.skip_or_raise(err, on_error, report)
                 continue
             counts["records"] = index - shard.index_offset + 1
-            yield lineno, index, obj
+            yield lineno, start, index, obj
             index += 1
 
 
@@ -331,26 +335,27 @@ def _read_keys(path: str | None) -> set[bytes]:
 @contextlib.contextmanager
 def _patched(shard: Shard, counts: dict[str, int],
              dedup: Callable[..., Iterator[TrainSample]]) -> Iterator[None]:
-    """Point ``ingest.records`` at the shard's range and the pipeline's ``dedup`` at the seeded one.
+    """Point ``ingest.located_records`` (under ``ingest.records`` too) at the shard's range and the
+    pipeline's ``dedup`` at the seeded one.
 
     Module globals are swapped only for the duration of one shard, inside a worker process (or
     a Ray worker), so the chain that runs is the pipeline's own, not a copy of it.
     """
-    original_records = ingest_mod.records
+    original_records = ingest_mod.located_records
     original_dedup = pipe.SAMPLE_STEPS["dedup"]
 
-    def records(path: Path, on_error: ingest_mod.OnError = "raise",
-                report: IngestReport | None = None) -> Iterator[tuple[int | None, int, Any]]:
+    def located_records(path: Path, on_error: ingest_mod.OnError = "raise", report: IngestReport | None = None
+                        ) -> Iterator[tuple[int | None, int | None, int, Any]]:
         if not shard.whole and str(path) == shard.path:
             return _ranged_records(shard, on_error, report, counts)
         return original_records(path, on_error, report)
 
-    ingest_mod.records = records
+    ingest_mod.located_records = located_records
     pipe.SAMPLE_STEPS["dedup"] = dedup
     try:
         yield
     finally:
-        ingest_mod.records = original_records
+        ingest_mod.located_records = original_records
         pipe.SAMPLE_STEPS["dedup"] = original_dedup
 
 

@@ -2,22 +2,20 @@
 
 Why: an MCP world model is trained and scored on real tool results, recorded from sessions the
 client cannot tell from direct ones. So bytes are relayed as read, and JSON-RPC messages are parsed
-from *copies* (newline-delimited here on stdio; HTTP: :mod:`agentworld.envs.mcp_proxy_http`). Each
-session becomes one ``mcp`` :class:`~agentworld.schema.Trajectory` (a turn per ``tools/call``, texts
-in the simulator's form), appended crash-safely as AgentWorldBench rows with a ``meta``.
+from *copies* (stdio: :mod:`agentworld.envs.mcp_proxy_stdio`; HTTP:
+:mod:`agentworld.envs.mcp_proxy_http`). This module is what both share: each session becomes one
+``mcp`` trajectory (a turn per ``tools/call``, texts in the simulator's form), and each answered
+call is appended as it happens as an AgentWorldBench row with a ``meta`` (see
+:meth:`SessionRecorder.new_rows`), which the ``recording`` ingest format joins back.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +29,6 @@ from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
 from agentworld.sim.history import ParsedAction
 
 DOMAIN = "mcp"
-CHUNK = 65536
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
@@ -94,15 +91,16 @@ class _Call:
     name: str
     arguments: Any
     sent: tuple[str, float]
-    response: dict[str, Any] | None = None
-    received: tuple[str, float] = ("", 0.0)
 
 
 @dataclass
 class SessionRecorder:
-    """One client session: server identity, tool list, each tool call (in send order) with its answer.
+    """One client session: server identity, tool list, and each tool call with its answer.
 
-    Fed parsed copies of both directions' messages (any thread); an unanswered call is only counted.
+    Fed parsed copies of both directions' messages (any thread). Turns are kept in the order the
+    answers arrived (for calls in flight together, the order the server finished them), so a turn
+    is final once written; an unanswered call is only counted.
+    :meth:`new_rows` hands out the rows of the turns answered since it was last called.
     """
 
     name: str | None = None
@@ -111,9 +109,11 @@ class SessionRecorder:
     server_info: dict[str, Any] | None = None
     protocol_version: str | None = None
     tools: list[Any] | None = None
-    calls: list[_Call] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    trajectory_id: str | None = None
     _pending: dict[str, tuple[str, Any]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _written: int = 0
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def from_client(self, message: dict[str, Any], *, when: tuple[str, float] | None = None) -> None:
         """Note a client request (a response to a server request carries no ``method`` and is skipped)."""
@@ -124,28 +124,28 @@ class SessionRecorder:
         params = params if isinstance(params, dict) else {}
         with self._lock:
             if method == "tools/call":
-                call = _Call(str(params.get("name")), params.get("arguments"), when or clock())
-                self.calls.append(call)
-                self._pending[key] = (method, call)
+                self._pending[key] = (method, _Call(str(params.get("name")), params.get("arguments"),
+                                                    when or clock()))
             elif method == "tools/list":
                 self._pending[key] = (method, params)
 
-    def from_server(self, message: dict[str, Any]) -> None:
-        """Match a server response to its request by id."""
+    def from_server(self, message: dict[str, Any]) -> bool:
+        """Match a server response to its request by id; true when it answered a tool call."""
         key = _id_key(message)
         if "method" in message or key is None:
-            return
+            return False
         with self._lock:
             method, what = self._pending.pop(key, ("", None))
             result = message.get("result")
             if isinstance(result, dict):
                 self._note_identity(result)
             if method == "tools/call":
-                what.response, what.received = message, clock()
-            elif method == "tools/list" and isinstance(result, dict) and isinstance(result.get("tools"),
-                                                                                    list):
+                self.turns.append(_turn(what, message, clock()))
+                return True
+            if method == "tools/list" and isinstance(result, dict) and isinstance(result.get("tools"), list):
                 paged = isinstance(what, dict) and what.get("cursor") is not None and self.tools is not None
                 self.tools = [*(self.tools or []), *result["tools"]] if paged else list(result["tools"])
+            return False
 
     def _note_identity(self, result: dict[str, Any]) -> None:
         """Server name/version from ``initialize`` or (2026 protocol) any result's ``_meta``."""
@@ -157,24 +157,57 @@ class SessionRecorder:
         known = [v for v in versions if isinstance(v, str)]
         self.protocol_version = self.protocol_version or (known[0] if known else None)
 
-    def trajectory(self) -> Trajectory | None:
-        """The session as a trajectory, or ``None`` when no tool call was answered."""
+    @property
+    def unanswered(self) -> int:
+        """Tool calls sent and not (yet) answered."""
         with self._lock:
-            answered = [c for c in self.calls if c.response is not None]
-            turns = [_turn(c) for c in answered]
-            if not turns:
+            return sum(1 for method, _ in self._pending.values() if method == "tools/call")
+
+    def new_rows(self) -> list[dict[str, Any]]:
+        """AgentWorldBench rows for the turns answered since the last call, oldest first.
+
+        Row *k* holds turns 1…k (its ``prompt``/``response`` end at its own turn) and the session's
+        ``meta`` as of that turn, with ``incremental: true``; ``total_turns`` is left out because
+        the session may go on. So each row is a whole sample on its own, a file cut anywhere
+        between rows loses no answered call, and the last row of a session describes all of it.
+        """
+        with self._lock:
+            if self._written == len(self.turns):
+                return []
+            tid = self._trajectory_id()
+            system = build_system_prompt(self.tools)
+            rows = []
+            for k in range(self._written + 1, len(self.turns) + 1):
+                turns = self.turns[:k]
+                rows.append({"task": DOMAIN, "id": f"{tid}-t{k}", "prompt": [t.action for t in turns],
+                             "response": [t.observation for t in turns], "system_str": system,
+                             "turn_idx": k, "meta": {**self._meta(turns), "incremental": True}})
+            self._written = len(self.turns)
+            return rows
+
+    def trajectory(self) -> Trajectory | None:
+        """The session so far as a trajectory, or ``None`` when no tool call was answered."""
+        with self._lock:
+            if not self.turns:
                 return None
-            server = dict(self.server_info or {})
-            meta = {"source": "real", "recorder": "agentworld record mcp", **self.meta, "server": server,
-                    "protocol_version": self.protocol_version, "started_at": self.started[0],
-                    "ended_at": clock()[0], "elapsed_s": round(time.monotonic() - self.started[1], 3),
-                    "calls": len(turns), "unanswered": len(self.calls) - len(turns),
-                    "turns": [t.meta for t in turns]}
-            prefix = self.name or str(server.get("name") or DOMAIN)
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-            return Trajectory(id=f"{prefix}-{stamp}-{uuid.uuid4().hex[:8]}", domain=DOMAIN, task=DOMAIN,
-                              system_prompt=build_system_prompt(self.tools),
-                              turns=tuple(turns), meta=meta)
+            return Trajectory(id=self._trajectory_id(), domain=DOMAIN, task=DOMAIN,
+                              system_prompt=build_system_prompt(self.tools), turns=tuple(self.turns),
+                              meta=self._meta(self.turns))
+
+    def _trajectory_id(self) -> str:
+        """``<name or server name>-<start time>-<random>``, fixed when first needed."""
+        if self.trajectory_id is None:
+            prefix = self.name or str((self.server_info or {}).get("name") or DOMAIN)
+            stamp = datetime.fromisoformat(self.started[0]).strftime("%Y%m%dT%H%M%S")
+            self.trajectory_id = f"{prefix}-{stamp}-{uuid.uuid4().hex[:8]}"
+        return self.trajectory_id
+
+    def _meta(self, turns: list[Turn]) -> dict[str, Any]:
+        return {"source": "real", "recorder": "agentworld record mcp", **self.meta,
+                "server": dict(self.server_info or {}), "protocol_version": self.protocol_version,
+                "started_at": self.started[0], "recorded_at": clock()[0],
+                "elapsed_s": round(time.monotonic() - self.started[1], 3), "calls": len(turns),
+                "unanswered": self.unanswered, "turns": [t.meta for t in turns]}
 
 
 def _id_key(message: dict[str, Any]) -> str | None:
@@ -184,10 +217,10 @@ def _id_key(message: dict[str, Any]) -> str | None:
     return json.dumps(message["id"])
 
 
-def _turn(call: _Call) -> Turn:
-    observation, is_error = observation_of(call.response or {})
-    meta = {"tool": call.name, "latency_s": round(call.received[1] - call.sent[1], 4), "is_error": is_error,
-            "sent_at": call.sent[0], "received_at": call.received[0]}
+def _turn(call: _Call, response: dict[str, Any], received: tuple[str, float]) -> Turn:
+    observation, is_error = observation_of(response)
+    meta = {"tool": call.name, "latency_s": round(received[1] - call.sent[1], 4), "is_error": is_error,
+            "sent_at": call.sent[0], "received_at": received[0]}
     return Turn(action=format_action(call.name, call.arguments), observation=observation, meta=meta)
 
 
@@ -199,100 +232,65 @@ def build_system_prompt(tools: list[Any] | None) -> str:
     return "\n\n".join(parts)
 
 
-def trajectory_rows(trajectory: Trajectory) -> list[dict[str, Any]]:
-    """AgentWorldBench rows, each carrying the recording's ``meta`` (as the terminal recorder writes)."""
-    return [{**s.to_row(), "meta": trajectory.meta} for s in trajectory.samples()]
-
-
 def log(text: str) -> None:
     """Report on stderr: on stdio, stdout carries the protocol and nothing else."""
     print(f"agentworld: {text}", file=sys.stderr, flush=True)
 
 
 class TrajectorySink:
-    """Appends finished sessions to the output journal, one whole trajectory at a time (any thread)."""
+    """Appends each answered tool call to the output journal as it happens (any thread).
+
+    Durability: the transports call :meth:`flush` *before* relaying a message that answers a tool
+    call, so a killed proxy has written (to the OS) every answer its client has seen. A background
+    thread fsyncs what was written, so neither the client nor the next message waits on the disk,
+    and a lost machine loses at most the calls answered in the last few milliseconds. That thread
+    starts with the first row, so none runs while the stdio server is forked (a ``preexec_fn``
+    must not meet a lock that another thread held at the fork).
+    """
 
     def __init__(self, out: str | Path) -> None:
         self.journal = JsonlJournal(out)
         self._lock = threading.Lock()
+        self._closed = False
+        self._written = threading.Event()
+        self._syncer: threading.Thread | None = None
 
-    def write(self, recorder: SessionRecorder) -> Trajectory | None:
-        """Write one ended session's trajectory, if it answered any tool call."""
+    def flush(self, recorder: SessionRecorder) -> None:
+        """Write the rows of the session's newly answered calls to the OS (none once closed)."""
         with self._lock:
-            traj = recorder.trajectory()
-            if traj is None:
-                log("session ended without answered tool calls; nothing recorded")
-                return None
-            for row in trajectory_rows(traj):
-                self.journal.append(row)
-            log(f"recorded {len(traj.turns)} tool call(s) as {traj.id} → {self.journal.path}")
-            return traj
+            if self._closed:
+                return
+            for row in recorder.new_rows():
+                self.journal.append(row, sync=False)
+                self._written.set()
+            if self._syncer is None and self._written.is_set():
+                self._syncer = threading.Thread(target=self._sync_loop, name="record-mcp-fsync", daemon=True)
+                self._syncer.start()
+
+    def _sync_loop(self) -> None:
+        while True:
+            self._written.wait()
+            self._written.clear()
+            if self._closed:
+                return
+            self.journal.sync()  # no lock: appends go on meanwhile; close() waits for this thread
+
+    def finish(self, recorder: SessionRecorder) -> None:
+        """The session ended: append what is left and say what was recorded."""
+        self.flush(recorder)
+        unanswered = f" ({recorder.unanswered} unanswered)" if recorder.unanswered else ""
+        if recorder.turns:
+            log(f"recorded {len(recorder.turns)} tool call(s){unanswered} as {recorder.trajectory_id}"
+                f" → {self.journal.path}")
+        else:
+            log(f"session ended without answered tool calls{unanswered}; nothing recorded")
 
     def close(self) -> None:
+        """Stop writing, fsync what was written and close the file."""
+        with self._lock:
+            self._closed = True
+        self._written.set()
+        if self._syncer is not None:
+            self._syncer.join()
+        self.journal.sync()
         self.journal.close()
-
-
-# -- stdio --------------------------------------------------------------------------------------
-def _pump(src: int, dst: int, on_line: Callable[[dict[str, Any]], None], on_end: Callable[[], None]) -> None:
-    """Relay bytes ``src`` → ``dst`` unchanged; parse copies of each line (the stdio framing) to record."""
-    buffer = bytearray()
-    try:
-        while data := os.read(src, CHUNK):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(dst, view):]
-            buffer += data
-            if b"\n" in data:
-                *lines, rest = buffer.split(b"\n")
-                buffer = bytearray(rest)
-                for message in (m for line in lines if line.strip() for m in rpc_messages(line)):
-                    on_line(message)
-    except OSError:
-        pass  # a closed peer: end this direction, the other side notices on its own
-    finally:
-        on_end()
-
-
-def run_stdio_proxy(command: Sequence[str], out: str | Path, *, name: str | None = None) -> int:
-    """Run ``command`` as the real server, relay our stdin/stdout to it, record; return its exit code.
-
-    Why threads on raw file descriptors: no event loop, buffering or decoding can touch the bytes,
-    and a blocked read on one direction never delays the other. SIGTERM/SIGINT are forwarded to
-    the server so the session still ends through the normal path and is written.
-    """
-    sink = TrajectorySink(out)
-    recorder = SessionRecorder(name=name, meta={"transport": "stdio", "server_command": list(command)})
-    try:
-        proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    except OSError as exc:
-        sink.close()
-        log(f"cannot start the MCP server {command[0]!r}: {exc}")
-        return 127
-    assert proc.stdin is not None and proc.stdout is not None
-    server_in, server_out = proc.stdin.fileno(), proc.stdout.fileno()
-
-    def forward(signum: int, _frame: Any) -> None:
-        if proc.poll() is None:
-            proc.send_signal(signum)
-
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
-    upstream = threading.Thread(target=_pump, args=(0, server_in, recorder.from_client, proc.stdin.close),
-                                daemon=True)
-    downstream = threading.Thread(target=_pump, args=(server_out, 1, recorder.from_server, sys.stdout.close),
-                                  daemon=True)
-    try:
-        upstream.start()
-        downstream.start()
-        returncode = proc.wait()
-        downstream.join(timeout=5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        try:
-            sink.write(recorder)
-        finally:
-            sink.close()
-    return 128 - returncode if returncode < 0 else returncode  # killed by a signal: as a shell says

@@ -6,9 +6,11 @@ bytes, SSE streams chunk by chunk as they arrive); no framework may rewrite or b
 recorder only reads copies: JSON-RPC messages from request bodies and from JSON or SSE ``data:``
 lines of responses.
 
-Sessions are told apart by ``Mcp-Session-Id``; one is written when its client ends it with
+Sessions are told apart by ``Mcp-Session-Id``; each answered call is written before the chunk
+that completes its answer is relayed, and a session is reported when its client ends it with
 ``DELETE`` or when the proxy stops. Requests without a session (the stateless protocol) are
-recorded as one trajectory per proxy run.
+recorded as one trajectory per proxy run. Rows of concurrent sessions interleave in the file;
+each row names its trajectory, and the ``recording`` ingest format groups them.
 """
 
 from __future__ import annotations
@@ -152,8 +154,8 @@ class RecordingProxy:
         for message, when in sent:
             recorder.from_client(message, when=when)
         if scope["method"] == "DELETE" and session_id and response.status_code < 400:
-            # Written before the reply is relayed, so the file is complete once the client is told.
-            await asyncio.to_thread(self.sink.write, self.sessions.pop(session_id))
+            # Finished before the reply is relayed, so the file is complete once the client is told.
+            await asyncio.to_thread(self.sink.finish, self.sessions.pop(session_id))
         streaming = asyncio.ensure_future(self._relay(response, send, recorder))
         watching = asyncio.ensure_future(_until_disconnect(receive))
         try:
@@ -171,15 +173,19 @@ class RecordingProxy:
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         parser = _response_parser(response)
         async for chunk in response.aiter_raw():
+            await self._record(recorder, parser.feed(chunk) if parser else [])
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            for message in parser.feed(chunk) if parser else []:
-                recorder.from_server(message)
-        for message in parser.end() if parser else []:
-            recorder.from_server(message)
+        await self._record(recorder, parser.end() if parser else [])
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+    async def _record(self, recorder: SessionRecorder, messages: list[dict[str, Any]]) -> None:
+        """Note server messages; write the calls they answered (before the client sees them)."""
+        answered = [recorder.from_server(m) for m in messages]
+        if any(answered):
+            await asyncio.to_thread(self.sink.flush, recorder)
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """Write open sessions at shutdown, inside the server: uvicorn re-raises SIGTERM after it."""
+        """Finish open sessions at shutdown, inside the server: uvicorn re-raises SIGTERM after it."""
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
@@ -191,9 +197,9 @@ class RecordingProxy:
                 return
 
     def flush(self) -> None:
-        """Write every session still open (the proxy is stopping)."""
+        """Finish every session still open (the proxy is stopping)."""
         for session_id in list(self.sessions):
-            self.sink.write(self.sessions.pop(session_id))
+            self.sink.finish(self.sessions.pop(session_id))
 
 
 async def _plain(send: Send, status: int, text: str) -> None:

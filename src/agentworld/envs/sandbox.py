@@ -1,13 +1,15 @@
-"""A throw-away Linux sandbox for real shell sessions: bubblewrap + an unprivileged uid + rlimits.
+"""A throw-away Linux sandbox for real shell sessions: bubblewrap, a budget per sandbox, rlimits.
 
 Why this shape: recorded terminal trajectories must come from a *real* bash, but the commands in
-scenarios (fork bombs, endless loops, ``rm -rf``) must never touch the host. Each :class:`Sandbox`
-owns a private host folder mounted as ``/app`` (and one as ``/root``); everything else is
-read-only (``/usr``, ``/etc``) or a fresh tmpfs (``/tmp``). All namespaces are unshared (no
-network, own PID namespace, uid 0 mapped to an unprivileged host uid) and resource limits are
-applied with ``prlimit``. When running as real root the sandbox first drops to uid 65534 with
-``setpriv``: the kernel ignores ``RLIMIT_NPROC`` for root, so only a non-root real uid stops a
-fork bomb. Inside, the shell sees a container-like world: ``root@<12-hex-id>:/app#``.
+scenarios (fork bombs, endless loops, ``rm -rf``, filling the disk) must never touch the host or the
+other sandboxes. Each :class:`Sandbox` owns a private host folder (a size-limited tmpfs where the
+machine allows it) holding ``/app`` and ``/root``; everything else is read-only (``/usr``,
+``/etc``) or a fresh tmpfs (``/tmp``). All namespaces are unshared (no network, own PID namespace,
+uid 0 mapped to an unprivileged host uid). Its total memory and process count are bounded by its
+own cgroups (:mod:`agentworld.envs.budget`), and per-process limits (CPU time, address space, file
+size, open files) are applied with ``prlimit``. When running as real root the sandbox drops to an
+unprivileged uid with ``setpriv``. Inside, the shell sees a container-like world:
+``root@<12-hex-id>:/app#``.
 
 The hostname is derived from a seed (:func:`container_id`) so re-recording gives the same screens.
 """
@@ -19,7 +21,6 @@ import hashlib
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import tempfile
 import time
@@ -28,9 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentworld.envs.budget import Budget, establish, human_size, release, warn_unenforced
+from agentworld.envs.cgroups import cgroup_pids
+from agentworld.envs.procs import kill_sandbox_tree, uid_pids
 from agentworld.errors import AgentWorldError
 
-NOBODY_UID = 65534
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FIXED_GIT_DATE = "2024-01-01T00:00:00+00:00"
 
@@ -66,33 +69,54 @@ def missing_tools() -> list[str]:
 
 @dataclass(frozen=True)
 class SandboxConfig:
-    """Limits and identity of one sandbox; defaults suit interactive recording.
+    """Budgets, limits and identity of one sandbox; defaults suit interactive recording.
+
+    The first three are budgets of the whole sandbox, not of each process in it.
 
     Attributes:
-        max_processes: ``RLIMIT_NPROC`` of the sandbox uid (stops fork bombs).
-        memory_bytes: ``RLIMIT_AS`` per process.
+        memory_budget_bytes: RAM of every process in the sandbox together, plus its files in
+            ``/app``, ``/root`` and ``/tmp`` (they live in memory); past it the kernel's OOM killer
+            kills the sandbox's largest process. A memory cgroup (swap included where accounted).
+        max_processes: processes and threads in the sandbox at once (stops fork bombs). A pids
+            cgroup; without one, ``RLIMIT_NPROC`` of the sandbox's own uid.
+        disk_budget_bytes: size of ``/app`` and ``/root`` together (a tmpfs of that size, so it
+            also counts toward ``memory_budget_bytes``); writes past it fail with ``ENOSPC``.
+        process_memory_bytes: ``RLIMIT_AS`` (address space) of each process.
         cpu_seconds: ``RLIMIT_CPU`` per process (stops endless loops).
         file_size_bytes: ``RLIMIT_FSIZE`` (largest file a process may write).
         open_files: ``RLIMIT_NOFILE``.
         tmp_size_bytes: size of the ``/tmp`` tmpfs.
         wall_clock_s: lifetime of one terminal session / default timeout of :meth:`Sandbox.run`.
         hostname: 12-hex container id; ``None`` derives it from the seed.
-        uid: host uid the sandbox runs as when started by root.
+        uid: host uid the sandbox runs as when started by root; ``None``: 65534 (nobody) when the sandbox has
+            a pids cgroup, otherwise a uid of its own (so ``RLIMIT_NPROC`` is per sandbox).
         nice: scheduling niceness, so a busy sandbox leaves the host responsive.
         env: extra environment variables inside the sandbox.
+        use_cgroups: give the sandbox its own cgroups where the machine allows; ``False`` keeps
+            to rlimits and a private uid (what happens anyway on machines without cgroups).
     """
 
+    memory_budget_bytes: int = 2 << 30
     max_processes: int = 256
-    memory_bytes: int = 1 << 30
+    disk_budget_bytes: int = 1 << 30
+    process_memory_bytes: int = 1 << 30
     cpu_seconds: int = 300
     file_size_bytes: int = 256 << 20
     open_files: int = 1024
     tmp_size_bytes: int = 256 << 20
     wall_clock_s: float = 900.0
     hostname: str | None = None
-    uid: int = NOBODY_UID
+    uid: int | None = None
     nice: int = 5
     env: Mapping[str, str] = field(default_factory=dict)
+    use_cgroups: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("memory_budget_bytes", "max_processes", "disk_budget_bytes", "process_memory_bytes",
+                     "cpu_seconds", "file_size_bytes", "open_files", "tmp_size_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise SandboxError(f"SandboxConfig.{name} must be a positive integer, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -127,92 +151,46 @@ def sandbox_env(config: SandboxConfig, hostname: str) -> dict[str, str]:
     return env
 
 
-def _proc_children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (scans /proc: this kernel may lack ``/proc/PID/task/*/children``)."""
-    kids: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            kids.append(int(entry))
-    return kids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return False
-    return data[data.rfind(b")") + 2:][:1] != b"Z"
-
-
-def kill_sandbox_tree(outer_pid: int, *, wait_s: float = 3.0) -> None:
-    """Kill a running ``bwrap`` (its PID namespace first, then bwrap itself) and wait for it.
-
-    Killing bwrap's inner process (PID 1 of the sandbox's namespace) makes the kernel kill every
-    process in the namespace, fork bombs included, and lets the outer bwrap be reaped by its own
-    parent: killing the outer one first would orphan the inner one (a zombie where PID 1 of the
-    host does not reap).
-    """
-    for child in _proc_children(outer_pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(child, signal.SIGKILL)
-    deadline = time.monotonic() + wait_s
-    while _alive(outer_pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-        if time.monotonic() > deadline - wait_s / 2:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(outer_pid, signal.SIGKILL)
-
-
-def _rmtree(path: Path) -> None:
-    def onerror(func, name, _exc):  # type: ignore[no-untyped-def]
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
-            os.chmod(name, stat.S_IRWXU)
-            func(name)
-
-    shutil.rmtree(path, onerror=onerror)
-
-
 ROOT_PREFIX = "agentworld-sandbox-"
-"""Host folders of sandboxes are ``<tmp>/agentworld-sandbox-<owner pid>-<random>``."""
+"""Host folders of sandboxes are ``<tmp>/agentworld-sandbox-<owner pid>-<random>`` (their cgroups too)."""
+TMUX_PREFIX = "agentworld-tmux-"
+"""Private tmux socket folders of terminal sessions are ``<tmp>/agentworld-tmux-<owner pid>-<random>``."""
 
 
 def sweep_stale_roots() -> list[Path]:
-    """Remove sandbox folders whose owning process is gone (it was killed before it could clean up).
+    """Free sandbox and tmux folders whose owning process is gone (killed before it could clean up).
 
     Processes of a killed owner die with it (tmux gets ``PR_SET_PDEATHSIG``, bwrap
-    ``--die-with-parent``); its folders cannot, so the next sandbox removes them.
+    ``--die-with-parent``); its folders, cgroups and tmpfs mounts cannot, so the next sandbox
+    releases them.
     """
     removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*-*"):
-        owner = folder.name[len(ROOT_PREFIX):].split("-", 1)[0]
-        if not owner.isdigit() or int(owner) == os.getpid():
-            continue
-        try:
-            os.kill(int(owner), 0)
-        except ProcessLookupError:
-            _rmtree(folder)
-            removed.append(folder)
-        except PermissionError:
-            continue
+    for prefix in (ROOT_PREFIX, TMUX_PREFIX):
+        for folder in Path(tempfile.gettempdir()).glob(f"{prefix}*-*"):
+            owner = folder.name[len(prefix):].split("-", 1)[0]
+            if not owner.isdigit() or int(owner) == os.getpid():
+                continue
+            try:
+                os.kill(int(owner), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    release(folder)
+                removed.append(folder)
+            except PermissionError:
+                continue
     return removed
 
 
 class Sandbox:
-    """Private host folders plus the command line that runs programs inside the sandbox.
+    """Private host folders, a budget, and the command line that runs programs inside the sandbox.
 
-    Use as a context manager; :meth:`close` (also run by a finalizer at exit) removes the host
-    folders. :class:`~agentworld.envs.terminal.TerminalSession` runs an interactive bash in it;
-    :meth:`run` runs one-shot commands (scenario setup, tests).
+    Use as a context manager; :meth:`close` (also run by a finalizer at exit) kills what is still
+    running in it and frees its folders, tmpfs and cgroups.
+    :class:`~agentworld.envs.terminal.TerminalSession` runs an interactive bash in it; :meth:`run`
+    runs one-shot commands (scenario setup, tests).
+
+    Where the machine cannot enforce a budget (not root, no writable cgroup), the first sandbox of
+    the process logs one warning naming what is not enforced and why; :attr:`budget` says it too.
     """
 
     def __init__(self, config: SandboxConfig | None = None, *, seed: int | str | None = None) -> None:
@@ -220,13 +198,23 @@ class Sandbox:
         if missing:
             raise SandboxError(f"sandbox needs {', '.join(missing)} on PATH "
                                "(Debian/Ubuntu: apt-get install bubblewrap util-linux)")
-        self.config = config or SandboxConfig()
-        self.hostname = self.config.hostname or container_id(seed)
+        self.config = cfg = config or SandboxConfig()
+        self.hostname = cfg.hostname or container_id(seed)
         self.as_root = os.geteuid() == 0
-        self.uid = self.config.uid if self.as_root else os.getuid()
-        self.gid = self.config.uid if self.as_root else os.getgid()
         sweep_stale_roots()
         self.root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-"))
+        try:
+            self.budget: Budget = establish(
+                self.root, memory_budget_bytes=cfg.memory_budget_bytes, max_processes=cfg.max_processes,
+                disk_budget_bytes=cfg.disk_budget_bytes, uid=cfg.uid, use_cgroups=cfg.use_cgroups)
+        except OSError as exc:
+            release(self.root)
+            raise SandboxError(f"cannot set up the sandbox's budget: {exc}") from exc
+        lease = None if self.budget.lease_fd is None else (self.budget.uid, self.budget.lease_fd)
+        self._finalizer = weakref.finalize(self, release, self.root, lease)
+        warn_unenforced(self.budget.unenforced)
+        self.uid = self.budget.uid
+        self.gid = self.uid if self.as_root else os.getgid()
         self.root.chmod(0o711)
         self.app_dir = self.root / "app"
         self.home_dir = self.root / "home"
@@ -236,16 +224,45 @@ class Sandbox:
         if self.as_root:
             for item in (self.app_dir, self.home_dir, self.home_dir / ".bashrc"):
                 os.chown(item, self.uid, self.gid)
-        self._finalizer = weakref.finalize(self, _rmtree, self.root)
+
+    def describe_budget(self) -> str:
+        """One line for logs: the budgets and what enforces them here."""
+        cfg, budget = self.config, self.budget
+        memory = "memory cgroup" if "memory" in budget.cgroups else "not enforced"
+        procs = "pids cgroup" if "pids" in budget.cgroups else f"RLIMIT_NPROC of uid {budget.uid}"
+        disk = "tmpfs" if budget.disk_mounted else "not enforced"
+        return (f"memory {human_size(cfg.memory_budget_bytes)} ({memory}), {cfg.max_processes} processes "
+                f"({procs}), /app+/root {human_size(cfg.disk_budget_bytes)} ({disk})")
+
+    def processes(self) -> list[int] | None:
+        """Host pids of the processes running in this sandbox now (those of its cgroup, or of its
+        private uid); ``None`` when they cannot be told apart from other processes (no cgroup, shared uid).
+        """
+        folder = self.budget.cgroups.get("pids") or self.budget.cgroups.get("memory")
+        if folder is not None:
+            return cgroup_pids(folder)
+        return uid_pids(self.uid) if self.budget.lease_fd is not None else None
+
+    def memory_peak_bytes(self) -> int | None:
+        """Most memory the sandbox has used at once (its memory cgroup's peak); ``None`` without one."""
+        folder = self.budget.cgroups.get("memory")
+        if folder is None:
+            return None
+        for name in ("memory.max_usage_in_bytes", "memory.peak"):
+            with contextlib.suppress(OSError, ValueError):
+                return int((folder / name).read_text())
+        return None
 
     # -- command lines ---------------------------------------------------------------------------
 
     def argv(self, command: Sequence[str], *, new_session: bool = False) -> list[str]:
         """The host command line that runs ``command`` inside this sandbox, limits applied."""
         cfg = self.config
-        out = ["prlimit", f"--nproc={cfg.max_processes}", f"--as={cfg.memory_bytes}",
+        out = [*self.budget.join_argv(), "prlimit", f"--as={cfg.process_memory_bytes}",
                f"--cpu={cfg.cpu_seconds}", f"--fsize={cfg.file_size_bytes}",
                f"--nofile={cfg.open_files}", "--core=0"]
+        if self.budget.nproc_rlimit:
+            out.insert(out.index("prlimit") + 1, f"--nproc={cfg.max_processes}")
         if cfg.nice:
             out += ["nice", "-n", str(cfg.nice)]
         if self.as_root:
@@ -306,7 +323,7 @@ class Sandbox:
         return not self._finalizer.alive
 
     def close(self) -> None:
-        """Remove the sandbox's host folders (idempotent)."""
+        """Kill what still runs in the sandbox; free its folders, tmpfs, cgroups and uid (idempotent)."""
         self._finalizer()
 
     def __enter__(self) -> Sandbox:

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld.envs.procs import kill_sandbox_tree
 from agentworld.envs.sandbox import (
+    TMUX_PREFIX,
     Sandbox,
     SandboxConfig,
     SandboxError,
     SandboxTimeoutError,
-    kill_sandbox_tree,
 )
 
 MAX_DURATION_S = 60.0
@@ -125,7 +126,7 @@ class TerminalSession:
         self.width, self.height, self.fast = width, height, fast
         self.hostname = self.sandbox.hostname
         self._prompt_re = re.compile(rf"^[\w.-]+@{re.escape(self.hostname)}:.*?[#$]( |$)")
-        self._control_dir = tempfile.mkdtemp(prefix="agentworld-tmux-")
+        self._control_dir = tempfile.mkdtemp(prefix=f"{TMUX_PREFIX}{os.getpid()}-")
         self._socket = str(Path(self._control_dir) / "tmux.sock")
         self._pane: list[int] = []
         self._expired = threading.Event()
@@ -150,25 +151,31 @@ class TerminalSession:
         return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TERM": "xterm", "LANG": "C.UTF-8"}
 
     def _tmux(self, *args: str, check: bool = True) -> str:
-        proc = subprocess.run(["tmux", "-S", self._socket, *args], capture_output=True, text=True,
-                              errors="replace", env=self._tmux_env(), timeout=10)
+        proc = self._tmux_run(*args)
         if check and proc.returncode != 0:
             raise SandboxError(f"tmux {args[0]} failed: {proc.stderr.strip() or proc.returncode}")
         return proc.stdout
 
+    def _tmux_run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["tmux", "-S", self._socket, *args], capture_output=True, text=True,
+                              errors="replace", env=self._tmux_env(), timeout=10)
+
     def _start(self) -> None:
+        """Configure the server once it accepts connections (its socket exists a moment before)."""
         deadline = time.monotonic() + 10
-        while not os.path.exists(self._socket):
-            if self._server.poll() is not None or time.monotonic() > deadline:
-                raise SandboxError("tmux server did not start")
-            time.sleep(0.01)
         size = f"{self.width}x{self.height}"
-        self._tmux("set-option", "-g", "history-limit", "100000", ";",
-                   "set-option", "-g", "default-size", size, ";",
-                   "set-option", "-g", "escape-time", "0", ";",
-                   "set-option", "-g", "status", "off", ";",
-                   "set-option", "-gw", "remain-on-exit", "on", ";",
-                   "set-option", "-gw", "remain-on-exit-format", "")
+        while True:
+            setup = self._tmux_run("set-option", "-g", "history-limit", "100000", ";",
+                                   "set-option", "-g", "default-size", size, ";",
+                                   "set-option", "-g", "escape-time", "0", ";",
+                                   "set-option", "-g", "status", "off", ";",
+                                   "set-option", "-gw", "remain-on-exit", "on", ";",
+                                   "set-option", "-gw", "remain-on-exit-format", "")
+            if setup.returncode == 0:
+                break
+            if self._server.poll() is not None or time.monotonic() > deadline:
+                raise SandboxError(f"tmux server did not start: {setup.stderr.strip()}")
+            time.sleep(0.01)
         self._tmux("new-session", "-d", "-s", "main", "-x", str(self.width), "-y", str(self.height),
                    "--", *self.sandbox.shell_argv())
         self._pane.append(int(self._tmux("display-message", "-p", "-t", "main", "#{pane_pid}").strip()))

@@ -2,15 +2,13 @@
 
 >>> from agentworld.eval import EvalConfig, run_eval  # doctest: +SKIP
 >>> report = run_eval(EvalConfig(data=["bench/"], out="runs/x", model="retrieval", no_judge=True))
-
-The names below are imported on first use, so importing one part (the CLI's configs, the
-templates the mock server shares) does not load the runner and its dependencies.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentworld.eval.cache import AsyncJournal, ResponseCache, cache_key
@@ -20,15 +18,27 @@ if TYPE_CHECKING:
     from agentworld.eval.runner import run_eval, run_judge, score_run
     from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
 
-_LAZY = {
-    "AsyncJournal": "cache", "ResponseCache": "cache", "cache_key": "cache",
-    "EvalConfig": "config", "InferConfig": "config", "JudgeConfig": "config",
-    "PredictionRow": "infer", "model_request": "infer",
-    "JudgeSettings": "judge", "JudgmentRow": "judge", "pair_messages": "judge", "rubric_messages": "judge",
-    "run_eval": "runner", "run_judge": "runner", "score_run": "runner",
-    "DomainScore": "score", "OverallScore": "score", "ScoreReport": "score", "score_official_judged": "score",
+_EXPORTS = {
+    "AsyncJournal": "agentworld.eval.cache",
+    "ResponseCache": "agentworld.eval.cache",
+    "cache_key": "agentworld.eval.cache",
+    "EvalConfig": "agentworld.eval.config",
+    "InferConfig": "agentworld.eval.config",
+    "JudgeConfig": "agentworld.eval.config",
+    "PredictionRow": "agentworld.eval.infer",
+    "model_request": "agentworld.eval.infer",
+    "JudgeSettings": "agentworld.eval.judge",
+    "JudgmentRow": "agentworld.eval.judge",
+    "pair_messages": "agentworld.eval.judge",
+    "rubric_messages": "agentworld.eval.judge",
+    "run_eval": "agentworld.eval.runner",
+    "run_judge": "agentworld.eval.runner",
+    "score_run": "agentworld.eval.runner",
+    "DomainScore": "agentworld.eval.score",
+    "OverallScore": "agentworld.eval.score",
+    "ScoreReport": "agentworld.eval.score",
+    "score_official_judged": "agentworld.eval.score",
 }
-
 __all__ = [
     "AsyncJournal",
     "DomainScore",
@@ -50,9 +60,4 @@ __all__ = [
     "score_official_judged",
     "score_run",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"agentworld.eval.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'agentworld.eval' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

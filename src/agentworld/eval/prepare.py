@@ -136,6 +136,9 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
     if predicting and model is None:
         model = make_backend(config.model, config.model_base_url, config.model_api_key, config,
                              corpus=config.model_corpus)
+    check_domains = getattr(model, "check_domains", None) if predicting else None
+    if check_domains is not None:  # a backend that cannot answer a domain says so before any request
+        check_domains(sorted({s.domain for s in samples}))
     if judging and judge is None:
         judge = _judge_backend(config)
     _write_config(config.out, sections, archive)

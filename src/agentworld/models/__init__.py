@@ -21,12 +21,19 @@ from agentworld.models.base import (
 
 if TYPE_CHECKING:
     from agentworld.models.openai_compat import OpenAIBackend
-    from agentworld.models.retrieval import EmptyCorpusError, RetrievalBackend, RetrievalIndex, Transition
+    from agentworld.models.retrieval import (
+        DomainNotCoveredError,
+        EmptyCorpusError,
+        RetrievalBackend,
+        RetrievalIndex,
+        Transition,
+    )
     from agentworld.models.scripted import ScriptedBackend
 
 _LAZY = {
     "OpenAIBackend": "agentworld.models.openai_compat",
     "ScriptedBackend": "agentworld.models.scripted",
+    "DomainNotCoveredError": "agentworld.models.retrieval",
     "EmptyCorpusError": "agentworld.models.retrieval",
     "RetrievalBackend": "agentworld.models.retrieval",
     "RetrievalIndex": "agentworld.models.retrieval",
@@ -37,6 +44,7 @@ __all__ = [
     "ChatBackend",
     "ChatRequest",
     "ChatResult",
+    "DomainNotCoveredError",
     "EmptyCorpusError",
     "OpenAIBackend",
     "RetrievalBackend",

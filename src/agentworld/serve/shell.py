@@ -12,12 +12,8 @@ stream, so tests drive it with a scripted model.
 from __future__ import annotations
 
 import json
-import sys
-from typing import Annotated, Any, TextIO
+from typing import Any, TextIO
 
-import typer
-
-from agentworld.cli_support import new_app
 from agentworld.domains.actions import PROMPT_RE
 from agentworld.errors import AgentWorldError
 from agentworld.sim.session import Simulator
@@ -150,45 +146,3 @@ def run_shell(simulator: Simulator, stdin: TextIO, stdout: TextIO, *, spec: Worl
         screen.show(result.observation, describe(result), result.reasoning if show_reasoning else None)
     stdout.write("\n")
     return steps
-
-
-app = new_app("Type into a simulated environment.", no_args_is_help=False)
-
-
-@app.command("shell")
-def shell(
-    domain: Annotated[str, typer.Option(help="Domain to simulate: terminal, mcp, or another registered one.")
-                      ] = "terminal",
-    model_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible world-model URL.")] = None,
-    model: Annotated[str, typer.Option(help="Served model name with --model-base-url; otherwise a backend "
-                                            "name (retrieval: the offline baseline; none: real only).")
-                     ] = "retrieval",
-    route: Annotated[str, typer.Option(help="auto: safe local commands run in the real sandbox; model: "
-                                            "all predicted; real: all in the sandbox.")] = "auto",
-    spec: Annotated[str | None, typer.Option(help="WorldSpec JSON file (tools, facts, faults).")] = None,
-    show_reasoning: Annotated[bool, typer.Option(help="Show the model's reasoning.")] = False,
-    seed: Annotated[int, typer.Option(help="Episode seed (sandbox hostname, fault draws).")] = 0,
-) -> None:
-    """Type commands into a simulated terminal (or JSON tool calls into an MCP server) and see the result."""
-    from pathlib import Path
-
-    from agentworld.models.base import ChatBackend, create_backend
-    from agentworld.sim.router import Router
-
-    if route not in ("auto", "model", "real"):
-        raise typer.BadParameter("use auto, model or real", param_hint="--route")
-    world = WorldSpec.model_validate_json(Path(spec).read_text("utf-8")) if spec else WorldSpec(domain=domain)
-    backend: ChatBackend | None = None
-    if model_base_url:
-        backend = create_backend("openai", base_url=model_base_url, model=model)
-    elif model != "none":
-        backend = create_backend(model)
-    router = None if route == "model" else Router("rules" if route == "auto" else "real", seed=seed)
-    simulator = Simulator(backend, router=router)
-    try:
-        run_shell(simulator, sys.stdin, sys.stdout, spec=world, seed=seed, show_reasoning=show_reasoning,
-                  color=sys.stdout.isatty())
-    finally:
-        simulator.close()
-        if router is not None:
-            router.close()

@@ -3,20 +3,42 @@
 ``from agentworld.sim import Simulator, WorldSpec`` — see ``docs/SIMULATOR.md``.
 """
 
-from agentworld.sim.cache import SimCache
-from agentworld.sim.controls import FaultInjector, load_control_spec
-from agentworld.sim.history import ActionError
-from agentworld.sim.session import Router, Simulator
-from agentworld.sim.types import (
-    ControlSpec,
-    FaultRule,
-    InjectedFault,
-    SessionState,
-    StepResult,
-    TurnRecord,
-    WorldSpec,
-)
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from agentworld.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentworld.sim.cache import SimCache
+    from agentworld.sim.controls import FaultInjector, load_control_spec
+    from agentworld.sim.history import ActionError
+    from agentworld.sim.session import Router, Simulator
+    from agentworld.sim.types import (
+        ControlSpec,
+        FaultRule,
+        InjectedFault,
+        SessionState,
+        StepResult,
+        TurnRecord,
+        WorldSpec,
+    )
+
+_EXPORTS = {
+    "SimCache": "agentworld.sim.cache",
+    "FaultInjector": "agentworld.sim.controls",
+    "load_control_spec": "agentworld.sim.controls",
+    "ActionError": "agentworld.sim.history",
+    "Router": "agentworld.sim.session",
+    "Simulator": "agentworld.sim.session",
+    "ControlSpec": "agentworld.sim.types",
+    "FaultRule": "agentworld.sim.types",
+    "InjectedFault": "agentworld.sim.types",
+    "SessionState": "agentworld.sim.types",
+    "StepResult": "agentworld.sim.types",
+    "TurnRecord": "agentworld.sim.types",
+    "WorldSpec": "agentworld.sim.types",
+}
 __all__ = [
     "ActionError",
     "ControlSpec",
@@ -32,3 +54,4 @@ __all__ = [
     "WorldSpec",
     "load_control_spec",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

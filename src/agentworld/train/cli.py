@@ -1,68 +1,130 @@
-"""``agentworld train``: the training recipes, each driven by one YAML/JSON config file.
+"""``agentworld train``: the training recipes (each driven by one YAML/JSON config file) and Sim RL rollouts.
 
-The config file is the source of truth (it is stored in ``output_dir/config.json``); the few
-options here override it for quick reruns and resumes.
+The config file is the source of truth (stored in ``output_dir/config.json``); the few options of
+:class:`RecipeOptions` override it for quick reruns and resumes. ``train rollout`` runs an agent
+endpoint in the simulator under a fault curriculum. Every command is generated from its config
+class; the recipes' heavy imports (torch, TRL) happen only when a command runs.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypeVar
 
-import typer
-from rich.console import Console
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentworld.cli_support import new_app
-from agentworld.train.common import TrainResult
+from agentworld.cli_support import cli_flags, config_command, new_app
+from agentworld.endpoints import AgentEndpoint, ModelEndpoint
 
 app = new_app("Train world models (CPT, SFT, RL) and run Sim RL rollouts.")
 
-ConfigOpt = typer.Option(..., "--config", "-c", help="YAML/JSON config file (see agentworld.train.config).")
-MaxStepsOpt = typer.Option(None, "--max-steps", help="Override max_steps.")
-OutputOpt = typer.Option(None, "--output-dir", help="Override output_dir.")
-ResumeOpt = typer.Option(None, "--resume/--no-resume", help="Override resume.")
+
+class RecipeOptions(BaseModel):
+    """A training recipe run from its config file, with a few overrides."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.config).",
+                         json_schema_extra=cli_flags("--config", "-c"))
+    max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
+    output_dir: Path | None = Field(None, description="Override output_dir of the config.")
+    resume: bool | None = Field(None, description="Override resume: continue from the last checkpoint.",
+                                json_schema_extra=cli_flags("--resume/--no-resume"))
 
 
-def _report(result: TrainResult) -> None:
+class RLOptions(BaseModel):
+    """GSPO run from its config file, with a few overrides."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.rl).",
+                         json_schema_extra=cli_flags("--config", "-c"))
+    max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
+    output_dir: Path | None = Field(None, description="Override output_dir of the config.")
+
+
+class RolloutOptions(AgentEndpoint, ModelEndpoint):
+    """Run Sim RL episodes of an agent against a simulated MCP world; write the episodes as unified
+    trajectories to OUT plus OUT.steps.jsonl and OUT.rl.jsonl (RL exports)."""
+
+    tools: Path = Field(description='MCP tools/list JSON (a list, or {"tools": [...]}).')
+    out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.")
+    episodes: int = Field(8, ge=1, description="Number of episodes.")
+    max_turns: int = Field(10, ge=1, description="Most agent turns per episode.")
+    fault_kinds: list[str] = Field(default_factory=list, description="Fault kinds of the curriculum "
+                                   "(repeat or comma-separated): timeout, server_error, rate_limit, "
+                                   "permission_denied, pagination, truncated, stale.")
+    rate_start: float = Field(0.0, ge=0, le=1, description="Fault rate of the first episode.")
+    rate_end: float = Field(0.5, ge=0, le=1, description="Fault rate of the last episode.")
+    task: str = Field("", description="The agent's task (its first user message).")
+    seed: int = Field(0, description="Seed of episode 0 (episode i uses seed + i).")
+
+    @field_validator("fault_kinds")
+    @classmethod
+    def _known_kinds(cls, value: list[str]) -> list[str]:
+        from agentworld.sim.types import FAULT_KINDS
+
+        kinds = [part.strip() for item in value for part in item.split(",") if part.strip()]
+        unknown = [k for k in kinds if k not in FAULT_KINDS]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
+        return kinds
+
+
+def _report(result: Any) -> None:
+    from rich.console import Console
+
     Console().print_json(data={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(result).items()})
 
 
-@app.command("cpt")
-def cpt(config: Path = ConfigOpt, max_steps: int | None = MaxStepsOpt, output_dir: Path | None = OutputOpt,
-        resume: bool | None = ResumeOpt) -> None:
-    """Continued pre-training on trajectories (loss on kept observations) plus text corpora."""
+C = TypeVar("C", bound=BaseModel)
+
+
+def _with_output_dir(config: C, output_dir: Path | None) -> C:
+    return config if output_dir is None else config.model_copy(update={"output_dir": output_dir})
+
+
+def _cpt(options: RecipeOptions) -> None:
     from agentworld.train.config import CPTConfig
     from agentworld.train.cpt import run_cpt
 
-    cfg = CPTConfig.load(config, max_steps=max_steps, resume=resume)
-    _report(run_cpt(cfg if output_dir is None else cfg.model_copy(update={"output_dir": output_dir})))
+    cfg = CPTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume)
+    _report(run_cpt(_with_output_dir(cfg, options.output_dir)))
 
 
-@app.command("sft")
-def sft(config: Path = ConfigOpt, max_steps: int | None = MaxStepsOpt, output_dir: Path | None = OutputOpt,
-        resume: bool | None = ResumeOpt) -> None:
-    """Supervised fine-tuning: reasoning trace + tagged prediction over system-prompt variants."""
+def _sft(options: RecipeOptions) -> None:
     from agentworld.train.config import SFTConfig
     from agentworld.train.sft import run_sft
 
-    cfg = SFTConfig.load(config, max_steps=max_steps, resume=resume)
-    _report(run_sft(cfg if output_dir is None else cfg.model_copy(update={"output_dir": output_dir})))
+    cfg = SFTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume)
+    _report(run_sft(_with_output_dir(cfg, options.output_dir)))
 
 
-@app.command("rl")
-def rl(config: Path = ConfigOpt, max_steps: int | None = MaxStepsOpt,
-       output_dir: Path | None = OutputOpt) -> None:
-    """GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule reward."""
-    import yaml
+def _rl(options: RLOptions) -> None:
+    from rich.console import Console
 
+    from agentworld.configfile import load_config_file
     from agentworld.train.rl import RLConfig, run_rl
 
-    data = yaml.safe_load(config.read_text("utf-8")) or {}
-    overrides = {k: v for k, v in {"max_steps": max_steps, "output_dir": output_dir}.items() if v is not None}
-    result = run_rl(RLConfig.model_validate({**data, **overrides}))
+    config = load_config_file(RLConfig, options.config, max_steps=options.max_steps,
+                              output_dir=options.output_dir)
+    result = run_rl(config)
     Console().print_json(data={"output_dir": str(result.output_dir), "steps": result.steps,
                                "rewards": list(result.rewards)})
 
 
-from agentworld.train.rollout_cli import rollout  # noqa: E402  (Sim RL rollouts are a training step)
+def _rollout(options: RolloutOptions) -> None:
+    from agentworld.train.rollout_cli import run_rollout_command
 
-app.command("rollout")(rollout)
+    run_rollout_command(options)
+
+
+config_command(app, RecipeOptions, _cpt, name="cpt",
+               help="Continued pre-training on trajectories (loss on kept observations) plus text corpora.")
+config_command(app, RecipeOptions, _sft, name="sft",
+               help="Supervised fine-tuning: reasoning trace + tagged prediction over system-prompt "
+                    "variants.")
+config_command(app, RLOptions, _rl, name="rl",
+               help="GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule "
+                    "reward.")
+config_command(app, RolloutOptions, _rollout, name="rollout")

@@ -1,21 +1,21 @@
-"""``agentworld rollout``: run Sim RL rollouts of an agent endpoint against a world-model endpoint.
+"""The body of ``agentworld train rollout``: Sim RL rollouts of an agent endpoint against a world model.
 
-Why a separate app: the lead mounts it under the main CLI; the logic lives in
-:mod:`agentworld.train.rollout` so it is usable (and tested) without a command line.
+The options are :class:`agentworld.train.cli.RolloutOptions`; the logic lives in
+:mod:`agentworld.train.rollout` so it is usable (and tested) without a command line. The agent and
+the world model are separate endpoints with separate keys (``--agent-api-key``,
+``--model-api-key``): a key meant for one is never sent to the other.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import typer
 
-from agentworld.cli_support import new_app
+from agentworld.endpoints import build_backend
 from agentworld.io import atomic_write_jsonl
-from agentworld.models.base import create_backend
-from agentworld.sim.types import FAULT_KINDS, FaultKind, WorldSpec
+from agentworld.sim.types import FaultKind, WorldSpec
 from agentworld.train.rollout import (
     Curriculum,
     episode_rl_rows,
@@ -24,48 +24,23 @@ from agentworld.train.rollout import (
     write_episodes,
 )
 
-app = new_app("Sim RL rollouts under a fault curriculum.", no_args_is_help=False)
+if TYPE_CHECKING:
+    from agentworld.train.cli import RolloutOptions
 
 
-def _tools(path: Path) -> list[dict[str, Any]]:
-    data = json.loads(path.read_text("utf-8"))
-    tools = data.get("tools", data) if isinstance(data, dict) else data
-    if not isinstance(tools, list):
-        raise typer.BadParameter('expected a JSON list of MCP tools or {"tools": [...]}',
-                                 param_hint="--tools")
-    return tools
+def run_rollout_command(options: RolloutOptions) -> None:
+    """Run the episodes; write trajectories to ``out`` plus ``.steps.jsonl`` and ``.rl.jsonl`` RL exports."""
+    from agentworld.serve.mcp_server import load_tools
 
-
-@app.command()
-def rollout(
-    tools: Annotated[Path, typer.Option(help="MCP tools/list JSON (a list, or {\"tools\": [...]}).")],
-    agent_base_url: Annotated[str, typer.Option(help="Agent's OpenAI-compatible base URL.")],
-    agent_model: Annotated[str, typer.Option(help="Agent model name.")],
-    model_base_url: Annotated[str, typer.Option(help="World model's OpenAI-compatible base URL.")],
-    model: Annotated[str, typer.Option(help="World model name.")],
-    out: Annotated[Path, typer.Option(help="Episodes (unified-schema trajectories) JSONL.")],
-    episodes: Annotated[int, typer.Option(min=1)] = 8,
-    max_turns: Annotated[int, typer.Option(min=1)] = 10,
-    fault_kinds: Annotated[str, typer.Option(help="Comma-separated fault kinds.")] = "",
-    rate_start: Annotated[float, typer.Option(min=0, max=1)] = 0.0,
-    rate_end: Annotated[float, typer.Option(min=0, max=1)] = 0.5,
-    task: Annotated[str, typer.Option(help="The agent's task.")] = "",
-    seed: int = 0,
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
-) -> None:
-    """Run episodes; write trajectories to OUT plus ``.steps.jsonl`` and ``.rl.jsonl`` RL exports."""
-    kinds = [k.strip() for k in fault_kinds.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in FAULT_KINDS]
-    if unknown:
-        raise typer.BadParameter(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}",
-                                 param_hint="--fault-kinds")
-    curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in kinds], rate_start=rate_start,
-                            rate_end=rate_end)
-    spec = WorldSpec(domain="mcp", tools=_tools(tools))
-    agent = create_backend("openai", base_url=agent_base_url, model=agent_model, api_key=api_key)
-    world = create_backend("openai", base_url=model_base_url, model=model, api_key=api_key)
-    done = list(run_rollouts(agent, world, spec, curriculum, episodes, max_turns, task=task, seed=seed,
-                             agent_model=agent_model))
+    curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in options.fault_kinds],
+                            rate_start=options.rate_start, rate_end=options.rate_end)
+    spec = WorldSpec(domain="mcp", tools=load_tools(options.tools))
+    agent = build_backend(options.agent_model, options.agent_base_url, options.agent_api_key)
+    world = build_backend(options.model, options.model_base_url, options.model_api_key,
+                          corpus=options.model_corpus)
+    done = list(run_rollouts(agent, world, spec, curriculum, options.episodes, options.max_turns,
+                             task=options.task, seed=options.seed, agent_model=options.agent_model))
+    out = options.out
     write_episodes(out, done)
     atomic_write_jsonl(out.with_suffix(".steps.jsonl"), episode_rl_rows(done))
     atomic_write_jsonl(out.with_suffix(".rl.jsonl"), trajectory_rows(done))
