@@ -328,8 +328,6 @@ def test_eval_on_mcp_data_with_an_mcp_corpus_runs_to_completion(tmp_path: Path) 
     assert report.rules["mcp"]["exact"] == 100.0  # every call was recorded
 
 
-@pytest.mark.xfail("model_corpus" not in EvalConfig.model_fields, strict=True,
-                   reason="eval run gets --model-corpus from the eval helper's branch (build_backend)")
 def test_eval_cli_model_corpus_option(tmp_path: Path) -> None:
     data = tmp_path / "mcp_test.jsonl"
     write_bench_jsonl(data, [row for t in AIRLINE for row in t.samples()])
