@@ -47,7 +47,7 @@ def atomic_write_chunks(path: str | Path, chunks: Iterable[bytes]) -> int:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     count = 0
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
             for chunk in chunks:
                 handle.write(chunk)
                 count += 1

@@ -100,8 +100,9 @@ class Signals:
     repeat: float
 
 
-def _lines(observation: str) -> list[str]:
-    return [line for line in map(str.strip, observation_body(observation).splitlines()) if line]
+def _lines(body: str) -> list[str]:
+    """The non-blank lines of an observation body, stripped."""
+    return list(filter(None, map(str.strip, body.splitlines())))
 
 
 class PairTokens:
@@ -137,9 +138,9 @@ class HistoryContext:
         last = self._last
         if last is not None and last[0] == action and last[1] == observation:
             return last[2]
+        body = observation_body(observation)  # once, for both the tokens and the lines
         pair = PairTokens(content_token_keys(action, self.tokenize),
-                          content_token_keys(observation, self.tokenize, observation=True),
-                          _lines(observation))
+                          content_token_keys(body, self.tokenize), _lines(body))
         self._last = (action, observation, pair)
         return pair
 
