@@ -147,7 +147,8 @@ def main() -> int:
         floor, one = statistics.median(f for f, _ in pairs), statistics.median(p for _, p in pairs)
         spread = (f"; median of {len(ratios)}, range {ratios[0]:.2f}-{ratios[-1]:.2f}x"
                   if len(ratios) > 1 else "")
-        print(f"input: {args.mb:g} MB, {turns} turns; cores: {os.cpu_count()}")
+        big_note = "" if args.ratio_only else f" (10x: {args.mb * 10:g} MB)"
+        print(f"input: {args.mb:g} MB, {turns} turns{big_note}; cores: {os.cpu_count()}")
         print(f"{'':28}{'turns/s':>12}")
         print(f"{'floor: orjson.loads/line':28}{floor:>12,.0f}")
         print(f"{'pipeline, 1 process':28}{one:>12,.0f}   floor/pipeline = {ratio:.2f}x "
