@@ -11,7 +11,13 @@ from pydantic import ValidationError
 
 from agentworld.data.masking import MaskConfig, classify, mask, turn_signals
 from agentworld.data.process import StepCounter, expand
-from agentworld.data.tokens import content_tokens, regex_tokenize
+from agentworld.data.tokens import (
+    ERROR_PATTERNS,
+    content_token_keys,
+    content_tokens,
+    is_error,
+    regex_tokenize,
+)
 from agentworld.data.types import TrainSample
 from agentworld.schema import Trajectory, Turn
 
@@ -126,3 +132,30 @@ def test_mask_config_validation() -> None:
         MaskConfig(keep_ratios={"noise": 0.1})
     with pytest.raises(ValidationError, match=r"within \[0, 1\]"):
         MaskConfig(keep_ratios={"echo": 1.5})
+
+
+def test_token_keys_are_the_regex_tokens_encoded() -> None:
+    # The bytes fast path (ASCII) must give exactly the regex tokenizer's content tokens: random
+    # texts over the characters that decide token boundaries (word characters, the separators
+    # ./~-, underscores, punctuation, whitespace incl. \x1c-\x1f, non-ASCII letters and digits).
+    import random
+
+    alphabet = "ab_Z09./~-  \t\n\x1c\x1f*:#@\"'`{}é中٣²"
+    rnd = random.Random(7)
+    texts = ["root@h:/app# ls -la ../x 0.5 --", "a--b -_- __x__ ~/x/ ./ .a. -",
+             MARK + "**Action:**\n```json\nx"]
+    texts += ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 24))) for _ in range(20000)]
+    texts += [t.encode("ascii", "ignore").decode() for t in texts]
+    for text in texts:
+        for observation in (False, True):
+            expected = [t.encode() for t in content_tokens(text, observation=observation)]
+            assert content_token_keys(text, observation=observation) == expected, text
+    assert content_token_keys("a b-", str.split) == content_tokens("a b-", str.split) == ["a", "b-"]
+
+
+def test_error_memo_follows_changed_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # is_error remembers answers; a pattern added later must still count (patterns are in the key).
+    obs = MARK + "disk quota exceeded"
+    assert not is_error(obs, "terminal")
+    monkeypatch.setitem(ERROR_PATTERNS, "terminal", (*ERROR_PATTERNS["terminal"], r"quota exceeded"))
+    assert is_error(obs, "terminal")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from agentworld.data.process import (
+    DatasetStats,
+    DatasetTally,
     StepCounter,
     dedup,
     drop_no_change,
@@ -11,6 +13,7 @@ from agentworld.data.process import (
     skip_retry_cycles,
     split_by_source,
 )
+from agentworld.data.types import LossMask, TurnStats
 from agentworld.schema import Trajectory, Turn
 
 MARK = "**Environment Observation:**\n"
@@ -119,3 +122,27 @@ def test_bench_rows_without_remembered_rows() -> None:
     assert [r["id"] for r in rows] == ["t-t1", "t-t2"]
     assert rows[1]["prompt"] == ["a1", "a2"] and rows[1]["response"] == [MARK + "o1", MARK + "o2"]
     assert rows[0]["task"] == "terminal" and rows[0]["total_turns"] == 2
+
+
+def test_dataset_tally_counts_trajectories_categories_and_lengths() -> None:
+    a = list(expand([_traj([("ls", "x y"), ("cat f", "z"), ("pwd", "/root")], tid="a")]))
+    b = list(expand([_traj([("echo hi there", "hi there")], domain="web", tid="b")]))
+    stats = TurnStats(overlap=1.0, novelty=0.0, jaccard=0.0, length_ratio=3.0, obs_tokens=9, action_tokens=3)
+    loss = LossMask(category="echo", keep=False, keep_ratio=0.05, stats=stats)
+    a[1] = a[1].model_copy(update={"mask": loss, "split": "eval"})
+    samples = [*a, *b]
+    tally = DatasetTally()
+    assert all(tally.add(s) is s for s in samples)
+    data = tally.stats()
+    assert (data.samples, data.trajectories, data.domains) == (4, 2, {"terminal": 3, "web": 1})
+    assert (data.categories, data.kept, data.splits) == ({"echo": 1}, {"echo": 0}, {"eval": 1})
+    # action tokens 1 (ls), 3 (the mask's count), 1 (pwd), 3 (echo hi there): bins [1, 2) and [2, 4)
+    acts = data.action_tokens
+    assert (acts.counts[:3], sum(acts.counts), acts.total, acts.max) == ([0, 2, 2], 4, 8, 3)
+    # observation tokens 2, 9 (the mask's), 1, 2: bins [1, 2), [2, 4) twice, [8, 16)
+    obs = data.observation_tokens
+    assert (obs.counts[:5], sum(obs.counts), obs.total, obs.max) == ([0, 1, 2, 0, 1], 4, 14, 9)
+    one_by_one = DatasetStats()
+    for s in samples:
+        one_by_one.add(s)
+    assert one_by_one == data

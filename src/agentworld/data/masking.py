@@ -37,7 +37,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.data.process import StepCounter, stable_unit
-from agentworld.data.tokens import content_tokens, get_tokenizer, is_error, observation_body, regex_tokenize
+from agentworld.data.tokens import (
+    TokenKey,
+    content_token_keys,
+    get_tokenizer,
+    is_error,
+    observation_body,
+    regex_tokenize,
+)
 from agentworld.data.types import MASK_CATEGORIES, LossMask, MaskCategory, TrainSample, TurnStats
 
 DEFAULT_KEEP_RATIOS: dict[str, float] = {
@@ -93,47 +100,58 @@ class Signals:
     repeat: float
 
 
-def _lines(observation: str) -> list[str]:
-    return [line.strip() for line in observation_body(observation).splitlines() if line.strip()]
+def _lines(body: str) -> list[str]:
+    """The non-blank lines of an observation body, stripped."""
+    return list(filter(None, map(str.strip, body.splitlines())))
+
+
+class PairTokens:
+    """Content-token keys of one pair, their type sets and the observation's non-blank lines."""
+
+    __slots__ = ("act", "act_types", "lines", "obs", "obs_types")
+
+    def __init__(self, act: list[TokenKey], obs: list[TokenKey], lines: list[str]) -> None:
+        self.act, self.obs, self.lines = act, obs, lines
+        self.act_types, self.obs_types = set(act), set(obs)
 
 
 class HistoryContext:
     """Token types and observation lines of a history, extended turn by turn within a trajectory.
 
     Samples of one trajectory arrive in order, each history extending the previous one, so the
-    context grows incrementally instead of being re-tokenised for every turn. The tokens and
-    lines of the last pair measured are kept too: that pair is usually the next history's newest.
+    context grows incrementally instead of being re-tokenised for every turn. The tokens of the
+    last pair measured are kept too: that pair is usually the next history's newest, so each
+    text is tokenised once. Tokens are :func:`tokens.content_token_keys` (bytes for the default
+    tokenizer): the statistics only compare them.
     """
 
     def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
         self.tokenize = tokenize
         self.key: str | None = None
         self.turns = 0
-        self.types: set[str] = set()
+        self.types: set[TokenKey] = set()
         self.lines: set[str] = set()
-        self._last: tuple[str, str, list[str], list[str], list[str]] | None = None
+        self._last: tuple[str, str, PairTokens] | None = None
 
-    def tokens(self, text: str, *, observation: bool = False) -> list[str]:
-        return content_tokens(text, self.tokenize, observation=observation)
-
-    def measure(self, action: str, observation: str) -> tuple[list[str], list[str], list[str]]:
-        """Action tokens, observation tokens and observation lines of one pair (remembered)."""
+    def measure(self, action: str, observation: str) -> PairTokens:
+        """The tokens and lines of one pair (remembered for the next call)."""
         last = self._last
         if last is not None and last[0] == action and last[1] == observation:
-            return last[2], last[3], last[4]
-        act, obs = self.tokens(action), self.tokens(observation, observation=True)
-        lines = _lines(observation)
-        self._last = (action, observation, act, obs, lines)
-        return act, obs, lines
+            return last[2]
+        body = observation_body(observation)  # once, for both the tokens and the lines
+        pair = PairTokens(content_token_keys(action, self.tokenize),
+                          content_token_keys(body, self.tokenize), _lines(body))
+        self._last = (action, observation, pair)
+        return pair
 
     def advance(self, key: str | None, history: Sequence[tuple[str, str]]) -> None:
         if key is None or key != self.key or len(history) < self.turns:
             self.key, self.turns, self.types, self.lines = key, 0, set(), set()
         for action, observation in history[self.turns:]:
-            act, obs, lines = self.measure(action, observation)
-            self.types.update(act)
-            self.types.update(obs)
-            self.lines.update(lines)
+            pair = self.measure(action, observation)
+            self.types |= pair.act_types
+            self.types |= pair.obs_types
+            self.lines.update(pair.lines)
         self.turns = len(history)
 
 
@@ -143,17 +161,20 @@ def turn_signals(history: Sequence[tuple[str, str]], action: str, observation: s
     """OL, Nov, Jac, R and repeat of one pair (see the module docstring for the definitions)."""
     ctx = context or HistoryContext(tokenize)
     ctx.advance(key, history)
-    act, obs, lines = ctx.measure(action, observation)
-    obs_types, act_types = set(obs), set(act)
-    novel = obs_types - ctx.types - act_types  # observation types absent from history and action
-    union = obs_types | act_types
-    n_obs = len(obs)
+    pair = ctx.measure(action, observation)
+    obs, obs_types, act_types = pair.obs, pair.obs_types, pair.act_types
+    novel = obs_types.difference(ctx.types, act_types)  # observation types absent from the context
+    n_obs, n_act = len(obs), len(pair.act)
+    n_novel = sum(map(novel.__contains__, obs)) if novel else 0
+    shared = len(obs_types & act_types)
+    union = len(obs_types) + len(act_types) - shared
     stats = TurnStats(
-        overlap=(n_obs - sum(map(novel.__contains__, obs))) / n_obs if obs else 1.0,
+        overlap=(n_obs - n_novel) / n_obs if obs else 1.0,
         novelty=len(novel) / len(obs_types) if obs_types else 0.0,
-        jaccard=len(obs_types & act_types) / len(union) if union else 0.0,
-        length_ratio=n_obs / max(len(act), 1),
-        obs_tokens=n_obs, action_tokens=len(act))
+        jaccard=shared / union if union else 0.0,
+        length_ratio=n_obs / max(n_act, 1),
+        obs_tokens=n_obs, action_tokens=n_act)
+    lines = pair.lines
     repeat = sum(map(ctx.lines.__contains__, lines)) / len(lines) if lines else 0.0
     return Signals(stats=stats, repeat=repeat)
 
@@ -185,21 +206,23 @@ def mask(samples: Iterable[TrainSample], config: MaskConfig | None = None, seed:
          stats: StepCounter | None = None) -> Iterator[TrainSample]:
     """Attach a :class:`LossMask` to every sample (none is dropped; exports decide what to do).
 
-    The keep decision is ``stable_unit(seed, "mask", sample.id) < keep_ratios[category]``.
-    Details counted: samples per category and ``<category>.kept``.
+    The keep decision is ``stable_unit(seed, "mask", sample.id) < keep_ratios[category]`` (a ratio
+    of 0 decides without hashing). Details counted: samples per category and ``<category>.kept``.
     """
     config = config or MaskConfig()
     tally = stats if stats is not None else StepCounter("mask")
     context = HistoryContext(get_tokenizer(config.tokenizer))
+    ratios, thresholds, details = config.keep_ratios, config.thresholds, tally.details
+    kept_names = {c: f"{c}.kept" for c in MASK_CATEGORIES}
     for sample in samples:
         tally.inputs += 1
         signals = turn_signals(sample.history, sample.action, sample.observation, context=context,
                                key=sample.trajectory_id)
-        category = classify(signals, sample.observation, sample.domain, config.thresholds)
-        ratio = config.keep_ratios[category]
-        keep = stable_unit(seed, "mask", sample.id) < ratio
-        tally.details[category] += 1
-        tally.details[f"{category}.kept"] += keep
+        category = classify(signals, sample.observation, sample.domain, thresholds)
+        ratio = ratios[category]
+        keep = ratio > 0.0 and stable_unit(seed, "mask", sample.id) < ratio
+        details[category] += 1
+        details[kept_names[category]] += keep
         tally.outputs += 1
         loss = LossMask(category=category, keep=keep, keep_ratio=ratio, stats=signals.stats)
         yield sample.model_copy(update={"mask": loss})

@@ -34,7 +34,7 @@ from rich.table import Table
 from agentworld.data import process as proc
 from agentworld.data.ingest import IngestReport, ingest
 from agentworld.data.masking import MaskConfig, mask
-from agentworld.data.process import DatasetStats, StepCounter, expand
+from agentworld.data.process import DatasetStats, DatasetTally, StepCounter, expand
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
@@ -226,14 +226,14 @@ def run_pipeline(config: PipelineConfig, *, progress: bool = True,
     start = time.monotonic()
     counters: list[StepCounter] = []
     reports: list[IngestReport] = []
-    dataset = DatasetStats()
-    samples = (dataset.add(s) for s in iter_samples(config, counters=counters, reports=reports))
+    dataset = DatasetTally()
+    samples = map(dataset.add, iter_samples(config, counters=counters, reports=reports))
     output = _write_output(_progress(samples, console) if progress else samples, config.output)
     ingested = sum(r.trajectories for r in reports)
     skipped = sum(r.skipped for r in reports)
     steps = [StepStats(step="ingest", inputs=ingested + skipped, outputs=ingested, dropped=skipped),
              *(c.stats() for c in counters)]
-    report = PipelineReport(steps=steps, ingest=reports, dataset=dataset, output=output,
+    report = PipelineReport(steps=steps, ingest=reports, dataset=dataset.stats(), output=output,
                             elapsed_s=round(time.monotonic() - start, 3))
     out = config.output.path
     stats_path = (out if out.is_dir() else out.parent) / "stats.json"

@@ -85,9 +85,7 @@ def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = N
     for traj in trajs:
         tally.inputs += 1
         turns = traj.turns
-        keys = [normalise_action(t.action) for t in turns]
-        retried = [i + 1 < len(turns) and keys[i] == keys[i + 1] and is_error(t.observation, traj.domain)
-                   for i, t in enumerate(turns)]
+        retried = _retried(turns, traj.domain)
         kept = [t for t, failed in zip(turns, retried, strict=True) if not failed]
         removed = len(turns) - len(kept)
         tally.details["turns_in"] += len(turns)
@@ -95,6 +93,23 @@ def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = N
         tally.details["trajectories_changed"] += bool(removed)
         tally.outputs += 1
         yield _with_turns(traj, kept, "retry_cycles", removed)
+
+
+def _retried(turns: tuple[Turn, ...], domain: str) -> list[bool]:
+    """Whether each turn is an error that the next turn sends again.
+
+    The error test comes first and actions are normalised only when it holds: errors are rare,
+    and :func:`tokens.is_error` remembers its answers for the masking step, which asks again.
+    """
+    keys: dict[int, str] = {}
+
+    def key(i: int) -> str:
+        if i not in keys:
+            keys[i] = normalise_action(turns[i].action)
+        return keys[i]
+
+    return [i + 1 < len(turns) and is_error(turn.observation, domain) and key(i) == key(i + 1)
+            for i, turn in enumerate(turns)]
 
 
 def drop_no_change(trajs: Iterable[Trajectory], stats: StepCounter | None = None,
@@ -159,6 +174,8 @@ class DedupKeys:
         self._system: str | None = None
         self._prefix: list[tuple[str, str]] = []
         self._state = hashlib.blake2b(digest_size=16)
+        self._last: tuple[str, str, bytes] | None = None
+        """The last sample's action, observation and their JSON: usually the next history's newest pair."""
 
     def __call__(self, sample: TrainSample) -> bytes:
         history, n = sample.history, len(self._prefix)
@@ -166,11 +183,21 @@ class DedupKeys:
             self._system, self._prefix, n = sample.system, [], 0
             self._state = hashlib.blake2b(b"[" + orjson.dumps(sample.system) + b",[", digest_size=16)
         for pair in history[n:]:
-            self._state.update(b"," + orjson.dumps(pair) if self._prefix else orjson.dumps(pair))
+            self._state.update(b",[" + self._pair_json(*pair) + b"]" if self._prefix
+                               else b"[" + self._pair_json(*pair) + b"]")
             self._prefix.append(pair)
         state = self._state.copy()
-        state.update(b"]," + orjson.dumps(sample.action) + b"," + orjson.dumps(sample.observation) + b"]")
+        state.update(b"]," + self._pair_json(sample.action, sample.observation) + b"]")
         return state.digest()
+
+    def _pair_json(self, action: str, observation: str) -> bytes:
+        """``"action","observation"`` as JSON (``orjson.dumps`` of the pair without its brackets)."""
+        last = self._last
+        if last is not None and last[0] == action and last[1] == observation:
+            return last[2]
+        encoded = orjson.dumps(action) + b"," + orjson.dumps(observation)
+        self._last = (action, observation, encoded)
+        return encoded
 
 
 def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
@@ -208,9 +235,13 @@ def split_by_source(samples: Iterable[TrainSample], eval_fraction: float = 0.1, 
     (``trajectory_id``, ``task``, ``domain``) or ``meta.<name>`` of the trajectory meta.
     """
     tally = _tally(stats, "split")
+    group: str | None = None  # consecutive samples mostly share the key: hash it once per run
+    side = "train"
     for sample in samples:
         tally.inputs += 1
-        side = "eval" if stable_unit(seed, _split_key(sample, key)) < eval_fraction else "train"
+        value = _split_key(sample, key)
+        if value != group:
+            group, side = value, "eval" if stable_unit(seed, value) < eval_fraction else "train"
         tally.details[side] += 1
         tally.outputs += 1
         yield sample.model_copy(update={"split": side})
@@ -279,14 +310,9 @@ class Histogram(BaseModel):
     max: int = 0
 
     def add(self, n: int) -> None:
-        edges = self.edges
-        if n >= 0 and edges == _EDGES:  # the usual edges: sorted, so a bisection finds the bin
-            self.counts[bisect_right(edges, n) - 1] += 1
-        else:
-            self.counts[max(i for i, e in enumerate(edges) if n >= e)] += 1
-        self.total += n
-        if n > self.max:
-            self.max = n
+        tally = _HistTally(self)
+        tally.add(n)
+        tally.flush()
 
 
 class DatasetStats(BaseModel):
@@ -303,24 +329,79 @@ class DatasetStats(BaseModel):
     _last: str | None = None
 
     def add(self, sample: TrainSample) -> TrainSample:
-        """Count ``sample`` (and pass it on, so this can sit inside a stream)."""
-        self.samples += 1
-        if sample.trajectory_id != self._last or sample.turn == 1:
-            self.trajectories += 1
-        self._last = sample.trajectory_id
-        self.domains[sample.domain] = self.domains.get(sample.domain, 0) + 1
-        stats = sample.mask.stats if sample.mask else None
-        self.action_tokens.add(stats.action_tokens if stats else len(content_tokens(sample.action)))
-        self.observation_tokens.add(stats.obs_tokens if stats else
-                                    len(content_tokens(sample.observation, observation=True)))
-        if sample.mask is not None:
-            cat = sample.mask.category
-            self.categories[cat] = self.categories.get(cat, 0) + 1
-            self.kept[cat] = self.kept.get(cat, 0) + int(sample.mask.keep)
-        if sample.split is not None:
-            self.splits[sample.split] = self.splits.get(sample.split, 0) + 1
+        """Count ``sample`` (and pass it on); a stream is counted faster by :class:`DatasetTally`."""
+        tally = DatasetTally(self)
+        tally.add(sample)
+        tally.stats()
         return sample
 
     def shares(self) -> dict[str, float]:
         total = sum(self.categories.values())
         return {c: self.categories.get(c, 0) / total for c in MASK_CATEGORIES} if total else {}
+
+
+class DatasetTally:
+    """Counts a sample stream into a :class:`DatasetStats` with plain attributes on the hot path.
+
+    Why: assigning a field of a pydantic model costs far more than a plain attribute, and each
+    sample updates several counters. The dicts and histogram bins of ``into`` are updated in
+    place; its integer fields are written back by :meth:`stats`.
+    """
+
+    def __init__(self, into: DatasetStats | None = None) -> None:
+        self.into = into if into is not None else DatasetStats()
+        d = self.into
+        self.samples, self.trajectories, self.last = d.samples, d.trajectories, d._last
+        self.hists = [_HistTally(d.action_tokens), _HistTally(d.observation_tokens)]
+
+    def add(self, sample: TrainSample) -> TrainSample:
+        """Count ``sample`` (and pass it on, so this can sit inside a stream)."""
+        d = self.into
+        self.samples += 1
+        if sample.trajectory_id != self.last or sample.turn == 1:
+            self.trajectories += 1
+        self.last = sample.trajectory_id
+        d.domains[sample.domain] = d.domains.get(sample.domain, 0) + 1
+        loss = sample.mask
+        stats = loss.stats if loss else None
+        actions, observations = self.hists
+        actions.add(stats.action_tokens if stats else len(content_tokens(sample.action)))
+        observations.add(stats.obs_tokens if stats else
+                         len(content_tokens(sample.observation, observation=True)))
+        if loss is not None:
+            cat = loss.category
+            d.categories[cat] = d.categories.get(cat, 0) + 1
+            d.kept[cat] = d.kept.get(cat, 0) + int(loss.keep)
+        if sample.split is not None:
+            d.splits[sample.split] = d.splits.get(sample.split, 0) + 1
+        return sample
+
+    def stats(self) -> DatasetStats:
+        """The counts so far (the same object every call)."""
+        d = self.into
+        d.samples, d.trajectories, d._last = self.samples, self.trajectories, self.last
+        for hist in self.hists:
+            hist.flush()
+        return d
+
+
+class _HistTally:
+    """A :class:`Histogram`'s total and max kept as plain ints (its bins are updated in place)."""
+
+    def __init__(self, hist: Histogram) -> None:
+        self.hist, self.total, self.max = hist, hist.total, hist.max
+        self.fast = hist.edges == _EDGES
+
+    def add(self, n: int) -> None:
+        if n >= 0 and self.fast:  # the usual edges: sorted, so a bisection finds the bin
+            self.hist.counts[bisect_right(_EDGES, n) - 1] += 1
+        else:
+            edges = self.hist.edges
+            self.hist.counts[max(i for i, e in enumerate(edges) if n >= e)] += 1
+        self.total += n
+        if n > self.max:
+            self.max = n
+
+    def flush(self) -> None:
+        self.hist.total, self.hist.max = self.total, self.max
+

@@ -66,7 +66,7 @@ from agentworld.data import pipeline as pipe
 from agentworld.data.bench_rows import may_hold_incremental_rows
 from agentworld.data.ingest import MAX_LISTED_ISSUES, IngestIssue, IngestReport, detect_format
 from agentworld.data.pipeline import PipelineConfig, PipelineReport
-from agentworld.data.process import DatasetStats, DedupKeys, Histogram, StepCounter
+from agentworld.data.process import DatasetStats, DatasetTally, DedupKeys, Histogram, StepCounter
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_text
@@ -373,7 +373,7 @@ def run_shard(task: ShardTask) -> ShardResult:
     counts = {"lines": 0, "records": 0}
     counters: list[StepCounter] = []
     reports: list[IngestReport] = []
-    dataset = DatasetStats()
+    dataset = DatasetTally()
     first: list[tuple[str, int]] = []
     last: list[str] = []
 
@@ -396,7 +396,7 @@ def run_shard(task: ShardTask) -> ShardResult:
                                       sample_id=err.sample_id, field=err.field)
     result.steps = [c.stats() for c in counters]
     result.ingest = reports[0] if reports else IngestReport()
-    result.dataset = dataset
+    result.dataset = dataset.stats()
     result.keys_file = str(keys_file) if uses_dedup else None
     result.lines, result.records = counts["lines"], counts["records"]
     result.first = first[0] if first else None
