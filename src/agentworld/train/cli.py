@@ -24,23 +24,13 @@ class RecipeOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.config).",
+    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.config "
+                         "and, for rl, agentworld.train.rl).",
                          json_schema_extra=cli_flags("--config", "-c"))
     max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
     output_dir: Path | None = Field(None, description="Override output_dir of the config.")
     resume: bool | None = Field(None, description="Override resume: continue from the last checkpoint.",
                                 json_schema_extra=cli_flags("--resume/--no-resume"))
-
-
-class RLOptions(BaseModel):
-    """GSPO run from its config file, with a few overrides."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.rl).",
-                         json_schema_extra=cli_flags("--config", "-c"))
-    max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
-    output_dir: Path | None = Field(None, description="Override output_dir of the config.")
 
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
@@ -100,7 +90,7 @@ def _sft(options: RecipeOptions) -> None:
     _report(run_sft(_with_output_dir(cfg, options.output_dir)))
 
 
-def _rl(options: RLOptions) -> None:
+def _rl(options: RecipeOptions) -> None:
     from rich.console import Console
 
     from agentworld.configfile import load_config_file
@@ -124,7 +114,7 @@ config_command(app, RecipeOptions, _cpt, name="cpt",
 config_command(app, RecipeOptions, _sft, name="sft",
                help="Supervised fine-tuning: reasoning trace + tagged prediction over system-prompt "
                     "variants.")
-config_command(app, RLOptions, _rl, name="rl",
+config_command(app, RecipeOptions, _rl, name="rl", exclude=("resume",),
                help="GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule "
                     "reward.")
 config_command(app, RolloutOptions, _rollout, name="rollout")
