@@ -46,6 +46,12 @@ def test_mcp_client() -> None:
     assert "invalid call is_error=True: Error: invalid arguments for tool 'get_user_details'" in out
 
 
+def test_mcp_episodes() -> None:
+    out = run_example("mcp_episodes.py")
+    assert "open episodes: 3" in out and "open episodes after DELETE: 0" in out
+    assert all(f"episode {i}: Command completed successfully." in out for i in range(3))
+
+
 def test_http_client() -> None:
     out = run_example("http_client.py")
     assert "session " in out

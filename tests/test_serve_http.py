@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,10 +18,10 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.http_api import create_app
 from agentworld.serve.mock_server import MockConfig, run_mock_server
-from agentworld.serve.serve_cli import _bind
-from agentworld.serve.sessions import SessionManagerConfig
+from agentworld.serve.net import bind_tcp
 
 TOOLS = json.loads((Path(__file__).parent / "fixtures" / "airline_tools.json").read_text())["tools"]
 SPEC = {"domain": "mcp", "name": "airline", "tools": TOOLS, "initial_state": "An airline booking backend."}
@@ -35,7 +37,7 @@ def serve(app: Any) -> Iterator[str]:
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
-    sock = _bind("127.0.0.1", 0)
+    sock = bind_tcp("127.0.0.1", 0)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -62,7 +64,7 @@ def mock_log(mock_url: str, full: bool = False) -> list[dict[str, Any]]:
 
 @contextmanager
 def api(mock_url: str, **settings: Any) -> Iterator[httpx.Client]:
-    config = SessionManagerConfig(model_base_url=mock_url, model="mock", **settings)
+    config = HttpServeConfig(model_base_url=mock_url, model="mock", **settings)
     with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client
 
@@ -103,7 +105,7 @@ def test_concurrent_sessions_are_isolated(mock_url: str) -> None:
     httpx.post(f"{mock_url.removesuffix('/v1')}/_mock/reset")
 
     async def run() -> dict[int, str]:
-        config = SessionManagerConfig(model_base_url=mock_url, model="mock")
+        config = HttpServeConfig(model_base_url=mock_url, model="mock")
         with serve(create_app(config)) as url:
             async with httpx.AsyncClient(base_url=url, timeout=60) as client:
                 async def episode(i: int) -> str:
@@ -172,3 +174,124 @@ def test_idle_expiry_and_session_limit(mock_url: str) -> None:
         assert client.get("/v1/health").json()["sessions"] == 0
         again = client.post("/v1/sessions", json={"spec": SPEC})
         assert again.status_code == 200, again.text
+
+
+@contextmanager
+def counting_server() -> Iterator[tuple[str, list[str]]]:
+    """A plain HTTP server on 127.0.0.1 that records every path it is asked for (and holds a secret)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    seen: list[str] = []
+
+    async def secret(request: Request) -> JSONResponse:
+        seen.append(request.url.path)
+        return JSONResponse({"enum": ["INTERNAL-SECRET-42"]})
+
+    with serve(Starlette(routes=[Route("/x.json", secret)])) as url:
+        yield url, seen
+
+
+def tool_with(prop: dict[str, Any], **schema: Any) -> dict[str, Any]:
+    return {"domain": "mcp", "tools": [{"name": "t", "inputSchema": {
+        "type": "object", "properties": {"s": prop}, **schema}}]}
+
+
+def test_schema_references_are_never_fetched(mock_url: str) -> None:
+    """A "$ref" to a URL is refused when the session is created; the URL's server sees nothing."""
+    with counting_server() as (other, seen), api(mock_url) as client:
+        for ref, reason in ((f"{other}/x.json", "points outside the schema"),
+                            ("http://127.0.0.1:1/unreachable.json", "points outside the schema"),
+                            ("#/$defs/missing", "points to nothing")):
+            created = client.post("/v1/sessions", json={"spec": tool_with({"$ref": ref})})
+            assert created.status_code == 422, created.text
+            assert reason in created.json()["detail"] and "tools[0].inputSchema" in created.json()["detail"]
+        backref_spec = tool_with({"type": "string", "pattern": r"(a)\1"})
+        backref = client.post("/v1/sessions", json={"spec": backref_spec})
+        assert backref.status_code == 422 and "not supported" in backref.json()["detail"]
+        local = tool_with({"$ref": "#/$defs/word"}, **{"$defs": {"word": {"type": "string", "maxLength": 3}}})
+        sid = client.post("/v1/sessions", json={"spec": local}).json()["session_id"]
+        step = client.post(f"/v1/sessions/{sid}/step", json={"action": call("t", s="guess")}).json()
+        assert step["is_error"] and "is too long" in step["observation"]
+    assert seen == []
+
+
+@contextmanager
+def api_process(mock_url: str, *extra: str) -> Iterator[str]:
+    """``agentworld serve http`` as a subprocess (its own GIL: this process watches it while it works)."""
+    args = ["http", "--model-base-url", mock_url, "--model", "mock", "--port", "0", *extra]
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", *args],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", line)
+        assert match, f"server did not start: {line!r}"
+        url = match.group(1)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/v1/health", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "server not reachable"
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_catastrophic_pattern_does_not_stall_the_server(mock_url: str) -> None:
+    """``^(a+)+$`` against ``"a" * 40 + "!"``: the step is answered and /v1/health answers alongside it.
+
+    With Python's backtracking ``re`` on the event loop this step took hours (time doubles per
+    character) and froze every other request; benchmarks/bench_schema_guard.py has the numbers.
+    """
+    spec = tool_with({"type": "string", "pattern": "^(a+)+$"})
+    with api_process(mock_url) as url:
+        async def run() -> tuple[httpx.Response, httpx.Response]:
+            async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                sid = (await client.post("/v1/sessions", json={"spec": spec})).json()["session_id"]
+                step = asyncio.create_task(client.post(f"/v1/sessions/{sid}/step",
+                                                       json={"action": call("t", s="a" * 40 + "!")}))
+                await asyncio.sleep(0)
+                health = await client.get("/v1/health")
+                return health, await step
+
+        health, step = asyncio.run(run())
+    assert health.status_code == 200 and health.json()["sessions"] == 1
+    assert step.status_code == 200 and step.json()["is_error"], step.text
+    assert "does not match '^(a+)+$'" in step.json()["observation"]
+
+
+def test_hostile_numbers_answer_422_naming_the_field(mock_url: str) -> None:
+    faults = [({"kind": "pagination", "rate": 1, "params": {"page_size": 0}}, "page_size"),
+              ({"kind": "truncated", "rate": 1, "params": {"keep_fraction": -1}}, "keep_fraction"),
+              ({"kind": "rate_limit", "rate": 1, "params": {"retry_after_s": "soon"}}, "retry_after_s"),
+              ({"kind": "timeout", "schedule": [0]}, "schedule"),
+              ({"kind": "stale", "rate": 1, "params": {"evil": 1}}, "evil")]
+    with api(mock_url) as client:
+        for raw, field in ((b'{"seed": 1e400}', "seed"), (b'{"seed": 100000000000000000000}', "seed"),
+                           (b'{"spec": {"temperature": -3}}', "temperature"),
+                           (b'{"spec": {"max_tokens": 0}}', "max_tokens")):
+            r = client.post("/v1/sessions", content=raw, headers={"content-type": "application/json"})
+            assert r.status_code == 422 and field in r.json()["detail"], (raw, r.text)
+        for fault, field in faults:
+            r = client.post("/v1/sessions", json={"spec": {"controls": {"faults": [fault]}}})
+            assert r.status_code == 422 and field in r.json()["detail"], (fault, r.text)
+        assert client.get("/v1/health").json()["sessions"] == 0
+
+
+def test_argument_size_is_capped_before_the_model(mock_url: str) -> None:
+    with api(mock_url, max_argument_bytes=1024) as client:
+        sid = client.post("/v1/sessions", json={"spec": SPEC}).json()["session_id"]
+        before = len(mock_log(mock_url))
+        big = client.post(f"/v1/sessions/{sid}/step",
+                          json={"action": call("get_user_details", user_id="u" * 2000)})
+        assert big.status_code == 413 and "--max-argument-bytes" in big.json()["detail"]
+        assert len(mock_log(mock_url)) == before
+        ok = client.post(f"/v1/sessions/{sid}/step", json={"action": call("get_user_details", user_id="u1")})
+        assert ok.status_code == 200 and ok.json()["turn"] == 1

@@ -20,6 +20,7 @@ from agentworld.sim import (
     WorldSpec,
     load_control_spec,
 )
+from agentworld.sim.controls import ToolValidator
 
 TOOLS = [{"name": "search", "inputSchema": {"type": "object"}},
          {"name": "get", "inputSchema": {"type": "object"}}]
@@ -139,7 +140,7 @@ def test_terminal_templates_use_the_prompt_and_first_word() -> None:
                                   "root@box:/app#")
     assert denied.fault is not None and denied.fault.tool == "cat"
     sim.reset(spec)
-    with pytest.raises(BackendError):  # `ls` is not eligible, so it needs a world model
+    with pytest.raises(BackendError, match="no world model"):  # `ls` is not eligible, so it needs a model
         sim.step([{"keystrokes": "ls -la\n", "duration": 0.1}])
 
 
@@ -195,7 +196,7 @@ def test_load_control_spec_yaml_json_and_located_errors(tmp_path: Path) -> None:
     assert load_control_spec(as_json) == spec
     bad = tmp_path / "bad.yaml"
     bad.write_text("faults:\n  - kind: meteor\n    rate: 0.1\n", encoding="utf-8")
-    with pytest.raises(DataError) as err:
+    with pytest.raises(DataError, match="Input should be 'timeout'") as err:
         load_control_spec(bad)
     assert err.value.path == str(bad) and err.value.field == "faults.0.kind"
     two = tmp_path / "two.json"
@@ -240,3 +241,77 @@ def test_model_that_ignores_an_injected_fault_is_overruled_by_the_template() -> 
     rendered = sim.step({"tool_name": "get_user", "arguments": {"user_id": "u2"}})
     assert rendered.source == "fault" and rendered.observation == "Error: 503 Service Unavailable"
     model.assert_complete()
+
+
+def test_fault_params_are_checked_per_kind(tmp_path: Path) -> None:
+    bad = tmp_path / "controls.yaml"
+    bad.write_text("faults:\n  - kind: pagination\n    rate: 0.5\n    params: {page_size: 0}\n",
+                   encoding="utf-8")
+    with pytest.raises(DataError, match="page_size: Input should be greater than or equal to 1") as err:
+        load_control_spec(bad)
+    assert err.value.field == "faults.0.params"
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("truncated", {"keep_fraction": -1}, "keep_fraction"),
+        ("truncated", {"keep_fraction": 1.5}, "keep_fraction"),
+        ("rate_limit", {"retry_after_s": "5"}, "retry_after_s"), ("server_error", {"status": 200}, "status"),
+        ("timeout", {"timeout_s": float("inf")}, "timeout_s"), ("stale", {"page_size": 3}, "known: none"),
+    ]
+    for kind, params, text in cases:
+        with pytest.raises(ValueError, match=text):
+            FaultRule.model_validate({"kind": kind, "rate": 1.0, "params": params})
+    assert FaultRule(kind="timeout", rate=1.0, params={"timeout_s": 10}).params == {"timeout_s": 10}
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        FaultRule(kind="timeout", schedule=[0])
+    with pytest.raises(ValueError, match="temperature"):
+        WorldSpec.model_validate({"temperature": -3})
+
+
+def _validator(schema: dict[str, Any]) -> ToolValidator:
+    return ToolValidator([{"name": "t", "inputSchema": {"type": "object", "properties": {"p": schema}}}])
+
+
+def test_tool_schemas_resolve_only_local_references() -> None:
+    schema = {"type": "object", "$defs": {"id": {"type": "string", "pattern": "^[a-z]+$"},
+                                          "n": {"$anchor": "num", "type": "integer"}},
+              "properties": {"a": {"$ref": "#/$defs/id"}, "b": {"$ref": "#num"}}}
+    checker = ToolValidator([{"name": "t", "inputSchema": schema}])
+    assert checker.check("t", {"a": "abc", "b": 1}) is None
+    assert "does not match '^[a-z]+$'" in (checker.check("t", {"a": "ABC"}) or "")
+    assert "is not of type 'integer'" in (checker.check("t", {"b": "x"}) or "")
+    refused = [({"$ref": "https://example.org/s.json"}, "points outside the schema"),
+               ({"$ref": "other.json#/x"}, "points outside the schema"),
+               ({"$ref": "#/$defs/none"}, "points to nothing"), ({"$ref": "#nowhere"}, "no \\$anchor"),
+               ({"$id": "https://example.org/inner"}, "nested \\$id"),
+               ({"type": "string", "pattern": "(?=a)b"}, "not supported"),
+               ({"type": "object", "patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+                "unevaluatedProperties together with patternProperties"),
+               ({"type": "string", "description": "x" * 70_000}, "over the 65536-byte limit")]
+    for schema_part, reason in refused:
+        with pytest.raises(DataError, match=reason):
+            _validator(schema_part)
+    with pytest.raises(DataError, match="unsupported \\$schema"):
+        ToolValidator([{"name": "t", "inputSchema": {"$schema": "http://127.0.0.1:1/m", "type": "object"}}])
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(40):
+        deep = {"type": "object", "properties": {"x": deep}}
+    with pytest.raises(DataError, match="nests deeper than 32"):
+        _validator(deep)
+
+
+def test_argument_checks_do_bounded_work() -> None:
+    """Patterns on RE2, uniqueItems by hashing, a budget for schemas built to explode, capped depth."""
+    assert "does not match" in (_validator({"type": "string", "pattern": "^(a+)+$"}).check(
+        "t", {"p": "a" * 5000 + "!"}) or "")
+    unique = _validator({"type": "array", "uniqueItems": True})
+    assert "non-unique" in (unique.check("t", {"p": [{"a": 1}, {"a": 1.0}]}) or "")
+    assert unique.check("t", {"p": [1, True, [1], [True], {"a": None}]}) is None
+    assert unique.check("t", {"p": [{"i": i} for i in range(20_000)]}) is None
+    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(40)}
+    defs["d40"] = {"type": "integer"}
+    explosive = ToolValidator([{"name": "t", "inputSchema": {
+        "type": "object", "$defs": defs, "properties": {"x": {"$ref": "#/$defs/d0"}}}}])
+    assert "too complex to check" in (explosive.check("t", {"x": "not a number"}) or "")
+    nested: Any = 1
+    for _ in range(40):
+        nested = [nested]
+    assert "nest deeper than 32" in (unique.check("t", {"p": nested}) or "")

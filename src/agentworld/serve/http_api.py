@@ -5,53 +5,54 @@
 ``GET /v1/health`` answers without a token (for load balancers). Requests and responses are
 the records of :mod:`agentworld.sim.types`, so the Python API and HTTP speak one schema.
 
-Protection is done in one pure-ASGI middleware (cheaper than ``BaseHTTPMiddleware`` on every
-step): an optional bearer token compared in constant time, and a request-body limit enforced
-before anything is parsed (413). Errors are JSON ``{"detail": message}``: unknown session 404,
-malformed action 422, session limit 429, model failure 502. An unknown MCP tool is not an
-HTTP error: the simulator answers a ``StepResult`` with ``is_error`` like the real tool would.
+The clients are untrusted: the token and the body limit act before parsing
+(:class:`~agentworld.serve.guard.GuardMiddleware`); a world spec's tool schemas are compiled when
+the session is created, so a schema that refers outside itself, uses a pattern RE2 cannot run or
+is too large answers 422 there, and nothing is ever fetched (:mod:`agentworld.sim.toolschema`);
+an action over ``max_argument_bytes`` answers 413. Errors are JSON ``{"detail": message}``:
+unknown session 404, malformed request 422, session limit 429, model failure 502. An invalid
+or unknown MCP tool call is not an HTTP error: the simulator answers a ``StepResult`` with
+``is_error`` like the real tool would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentworld.endpoints import build_backend, secret
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatBackend
+from agentworld.redact import redact_text
+from agentworld.serve.config import HttpServeConfig
+from agentworld.serve.guard import GuardMiddleware
 from agentworld.serve.sessions import (
     SessionLimitReached,
     SessionManager,
-    SessionManagerConfig,
     SessionNotFound,
     SimulatorFactory,
-    make_backend,
     simulator_factory,
 )
-from agentworld.sim.types import SessionState, StepResult, WorldSpec
+from agentworld.sim.toolschema import json_size
+from agentworld.sim.types import Seed, SessionState, StepResult, WorldSpec
 
 log = logging.getLogger(__name__)
 
-API_TOKEN_ENV = "AGENTWORLD_TOKEN"
-_OPEN_PATHS = frozenset({"/v1/health"})
-
 
 class CreateSessionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     spec: WorldSpec = Field(default_factory=WorldSpec)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class CreateSessionResponse(BaseModel):
@@ -60,7 +61,7 @@ class CreateSessionResponse(BaseModel):
 
 
 class StepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     action: str | dict[str, Any] | list[Any]
     """Terminal keystroke list, MCP ``{"tool_name", "arguments"}`` call, or text (by domain)."""
@@ -74,105 +75,25 @@ def _model(status: int, record: BaseModel) -> Response:
     return Response(record.model_dump_json(), status_code=status, media_type="application/json")
 
 
-class GuardMiddleware:
-    """Bearer-token check and request-body limit, before routing and parsing.
-
-    The body is buffered (at most ``max_body_bytes``) and replayed to the app, so a body sent
-    without ``Content-Length`` (chunked) is limited too.
-    """
-
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
-        self.app = app
-        self._token = token.encode() if token else None
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        send = _timed(send, time.perf_counter())
-        headers = dict(scope["headers"])
-        if self._token is not None and scope["path"] not in _OPEN_PATHS and not self._authorised(headers):
-            await _send(send, 401, {"detail": "missing or wrong bearer token (Authorization: Bearer …)"},
-                        extra=[(b"www-authenticate", b"Bearer")])
-            return
-        length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            await _send(send, 413, {"detail": f"request body over {self.max_body_bytes} bytes"})
-            return
-        if scope["method"] in ("GET", "HEAD", "DELETE") and length is None:
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body = message.get("body", b"")
-            size += len(body)
-            if size > self.max_body_bytes:
-                await _send(send, 413, {"detail": f"request body over {self.max_body_bytes} bytes"})
-                return
-            chunks.append(body)
-            if not message.get("more_body", False):
-                break
-        replay: list[Message] = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
-
-        async def replay_receive() -> Message:
-            return replay.pop() if replay else await receive()
-
-        await self.app(scope, replay_receive, send)
-
-    def _authorised(self, headers: dict[bytes, bytes]) -> bool:
-        assert self._token is not None
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
-
-
-def _timed(send: Send, started: float) -> Send:
-    """Add ``Server-Timing: app;dur=<ms>`` (request received → response start) to every response.
-
-    Clients subtract the model's time (``StepResult.latency_s``) from it to get the server's own
-    overhead per step, free of their HTTP stack (``benchmarks/bench_sessions.py`` does).
-    """
-
-    async def timed_send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            took = (time.perf_counter() - started) * 1000
-            message = {**message, "headers": [*message.get("headers", []),
-                                              (b"server-timing", f"app;dur={took:.3f}".encode())]}
-        await send(message)
-
-    return timed_send
-
-
-async def _send(send: Send, status: int, body: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    payload = orjson.dumps(body)
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(payload)).encode()), *(extra or [])]})
-    await send({"type": "http.response.body", "body": payload})
-
-
-def create_app(config: SessionManagerConfig, *, factory: SimulatorFactory | None = None,
+def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = None,
                backend: ChatBackend | None = None) -> FastAPI:
     """The FastAPI app; ``app.state.sessions`` is its :class:`SessionManager`.
 
     Args:
-        config: serving settings.
+        config: serving settings and the world model.
         factory: builds a simulator per session; default: real simulators on one shared backend.
-        backend: the shared model backend; default: an ``OpenAIBackend`` from ``config`` (closed on
-            shutdown; a backend passed in is left to its owner).
+        backend: the shared model backend; default: the one ``config`` names (built with
+            :func:`agentworld.endpoints.build_backend` and closed on shutdown; a backend passed in
+            is left to its owner).
+
+    Raises:
+        AgentWorldError: ``config`` names no usable world model.
     """
     owned: ChatBackend | None = None
     if factory is None:
         if backend is None:
-            if not config.model_base_url:
-                raise ValueError("model_base_url is required (the world model's OpenAI-compatible endpoint)")
-            key = config.api_key.get_secret_value() if config.api_key else None
-            backend = owned = make_backend(config.model_base_url, config.model, api_key=key,
-                                           concurrency=config.concurrency)
+            backend = owned = build_backend(config.model, config.model_base_url, config.model_api_key,
+                                            corpus=config.model_corpus, concurrency=config.concurrency)
         factory = simulator_factory(backend)
     sessions = SessionManager(factory, idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions)
 
@@ -192,9 +113,8 @@ def create_app(config: SessionManagerConfig, *, factory: SimulatorFactory | None
 
     app = FastAPI(title="agentworld simulator", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.sessions = sessions
-    token = config.token.get_secret_value() if config.token else None
-    app.add_middleware(GuardMiddleware, token=token, max_body_bytes=config.max_body_bytes)
-    _add_error_handlers(app)
+    app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes)
+    _add_error_handlers(app, secrets=(secret(config.model_api_key), secret(config.token)))
 
     @app.get("/v1/health")
     async def health() -> Response:
@@ -202,11 +122,19 @@ def create_app(config: SessionManagerConfig, *, factory: SimulatorFactory | None
 
     @app.post("/v1/sessions", response_model=CreateSessionResponse)
     async def create_session(body: CreateSessionRequest) -> Response:
+        if body.spec.tools:  # compiled off the event loop: a client's schemas may be large
+            from agentworld.sim.controls import ToolValidator
+
+            await asyncio.to_thread(ToolValidator, body.spec.tools)
         session, observation = await sessions.create(body.spec, body.seed)
         return _model(200, CreateSessionResponse(session_id=session.id, observation=observation))
 
     @app.post("/v1/sessions/{session_id}/step", response_model=StepResult)
     async def step(session_id: str, body: StepRequest) -> Response:
+        size = json_size(body.action)
+        if size > config.max_argument_bytes:
+            return _json(413, {"detail": f"action is {size} bytes of JSON, over the --max-argument-bytes "
+                                         f"limit ({config.max_argument_bytes})"})
         async with sessions.use(session_id) as session:
             result = await session.simulator.astep(body.action)
         return _model(200, result)
@@ -224,8 +152,8 @@ def create_app(config: SessionManagerConfig, *, factory: SimulatorFactory | None
     return app
 
 
-def _add_error_handlers(app: FastAPI) -> None:
-    """Map agentworld errors to HTTP statuses with the error's own message."""
+def _add_error_handlers(app: FastAPI, secrets: tuple[str | None, ...]) -> None:
+    """Map errors to HTTP statuses with their own message (credentials masked, inputs not echoed)."""
 
     async def not_found(_: Request, exc: Exception) -> Response:
         return _json(404, {"detail": str(exc)})
@@ -234,13 +162,32 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _json(429, {"detail": str(exc)})
 
     async def backend(_: Request, exc: Exception) -> Response:
-        log.warning("model backend failed: %s", exc)
-        return _json(502, {"detail": f"world model failed: {exc}"})
+        text = redact_text(str(exc), secrets)
+        log.warning("model backend failed: %s", text)
+        return _json(502, {"detail": f"world model failed: {text}"})
 
     async def invalid(_: Request, exc: Exception) -> Response:
-        return _json(422, {"detail": str(exc)})
+        return _json(422, {"detail": redact_text(str(exc), secrets)})
+
+    async def malformed(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return _json(422, {"detail": describe_validation(exc.errors())})
 
     app.add_exception_handler(SessionNotFound, not_found)
     app.add_exception_handler(SessionLimitReached, limit)
     app.add_exception_handler(BackendError, backend)
     app.add_exception_handler(AgentWorldError, invalid)
+    app.add_exception_handler(RequestValidationError, malformed)
+
+
+def describe_validation(errors: Any) -> str:
+    """``body.seed: Input should be a finite number; …``: where and what, without echoing the input.
+
+    FastAPI's own 422 answer repeats each offending value, which fails for values JSON cannot
+    carry (``1e400`` parses as infinity: a 500) and would echo megabytes of a client's body.
+    """
+    parts = []
+    for error in list(errors)[:20]:
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}" if where else str(error.get("msg", "invalid")))
+    return "; ".join(parts) or "invalid request"

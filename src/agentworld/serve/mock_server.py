@@ -15,7 +15,7 @@ deterministically and knows the right answer. This one:
   does not depend on how concurrent requests interleave.
 
 Start it with :func:`run_mock_server` (a background thread, for tests) or :func:`serve_forever`
-(the ``agentworld mock-server`` command).
+(the ``agentworld serve mock`` command). Its settings are :class:`agentworld.serve.config.MockConfig`.
 """
 
 from __future__ import annotations
@@ -33,24 +33,20 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
+from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
+from agentworld.serve.config import MockConfig as MockConfig
 from agentworld.serve.net import bind_tcp
 
 RESPONSE_TAG = "predicted_observation"
 JUDGE_TAG = "final_evaluation"
-
-MALFORMED_KINDS: tuple[str, ...] = ("no_tag", "trailing_commas", "unquoted_keys", "no_fence",
-                                    "truncated", "garbage", "bad_scores")
-"""Broken rubric verdicts the server can send. A lenient parser recovers the first four."""
 
 FATAL_MALFORMED_KINDS: frozenset[str] = frozenset({"truncated", "garbage", "bad_scores"})
 """Kinds no parser can recover: :func:`agentworld.models.parsing.parse_judge` must fail on them."""
@@ -60,42 +56,6 @@ _WRONG_WORDS = ("error", "denied", "missing", "unknown", "timeout", "invalid", "
 _FAKE_LINES = ("bash: syntax error near unexpected token", "Error: resource not found",
                "Permission denied", '{"status": "error", "code": 503}', "Segmentation fault (core dumped)",
                "No results found.", "Connection reset by peer")
-
-
-class MockConfig(BaseModel):
-    """How the mock server behaves. Every rate is a probability in [0, 1]; all draws are seeded.
-
-    Attributes:
-        data: AgentWorldBench JSONL files or folders (see :func:`agentworld.schema.load_samples`).
-        latency_ms: delay before every answer (errors included), without blocking the event loop.
-        corruption_rate: fraction of samples (nested as the rate rises) answered with a corrupted
-            ground truth.
-        error_rate: fraction of requests answered with HTTP 500.
-        rate_limit_rate: fraction answered with HTTP 429 and ``Retry-After: 0``.
-        malformed_judge_rate: fraction of judge replies that are broken (see ``malformed_kinds``).
-        truncate_rate: fraction answered with ``finish_reason="length"`` and empty content.
-        thinking: prepend reasoning as an inline ``<think>…</think>`` block.
-        reasoning_field: put the reasoning in this message field instead (vLLM ``reasoning``,
-            SGLang ``reasoning_content``).
-        malformed_kinds: which broken verdicts to draw from.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    data: list[Path] = Field(default_factory=list)
-    latency_ms: float = Field(0.0, ge=0)
-    corruption_rate: float = Field(0.0, ge=0, le=1)
-    error_rate: float = Field(0.0, ge=0, le=1)
-    rate_limit_rate: float = Field(0.0, ge=0, le=1)
-    malformed_judge_rate: float = Field(0.0, ge=0, le=1)
-    truncate_rate: float = Field(0.0, ge=0, le=1)
-    seed: int = 0
-    thinking: bool = False
-    reasoning_field: Literal["reasoning", "reasoning_content"] | None = None
-    malformed_kinds: tuple[str, ...] = MALFORMED_KINDS
-    host: str = "127.0.0.1"
-    port: int = Field(0, ge=0, le=65535)
-    model_name: str = "mock"
 
 
 # -- deterministic helpers -----------------------------------------------------------------------
@@ -302,6 +262,21 @@ class MockState:
             self.log: list[dict[str, Any]] = []
             self.stats: Counter[str] = Counter()
             self.seen: Counter[str] = Counter()
+            self.in_flight = 0
+            self.max_in_flight = 0
+            """Most chat requests being answered at once since the last reset (latency included)."""
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Count one chat request as in flight while it is answered (``max_in_flight`` in the stats)."""
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def is_corrupted(self, sample_id: str) -> bool:
         """Nested by design: a sample corrupted at some rate stays corrupted at every higher rate."""
@@ -473,9 +448,10 @@ def create_app(config: MockConfig) -> FastAPI:
             body = orjson.loads(await request.body())
         except orjson.JSONDecodeError:
             body = None
-        plan, _ = state.plan(body)
-        if delay:
-            await asyncio.sleep(delay)
+        with state.answering():
+            plan, _ = state.plan(body)
+            if delay:
+                await asyncio.sleep(delay)
         return _json(plan.status, plan.body, plan.headers)
 
     @app.get("/v1/models")
@@ -489,7 +465,8 @@ def create_app(config: MockConfig) -> FastAPI:
 
     @app.get("/_mock/stats")
     async def stats() -> Response:
-        return _json(200, {"samples": len(state.samples), "duplicate_rows": state.duplicates, **state.stats})
+        return _json(200, {"samples": len(state.samples), "duplicate_rows": state.duplicates,
+                           "max_in_flight": state.max_in_flight, **state.stats})
 
     @app.post("/_mock/reset")
     async def reset() -> Response:

@@ -1,8 +1,16 @@
-"""Listening sockets for the servers (mock model server, simulator servers)."""
+"""Listening sockets and exposure checks for the servers (mock model server, simulator servers).
+
+Light on purpose (uvicorn is imported when a server starts): the serve CLI imports it for ``--help``.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+import sys
+from typing import Any
+
+from agentworld.errors import AgentWorldError
 
 
 def bind_tcp(host: str, port: int, backlog: int = 2048) -> socket.socket:
@@ -19,3 +27,50 @@ def bind_tcp(host: str, port: int, backlog: int = 2048) -> socket.socket:
     sock.listen(backlog)
     sock.setblocking(False)
     return sock
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str, has_token: bool, allow_no_token: bool) -> None:
+    """Refuse to serve a non-loopback address without a token unless told to; warn when told to.
+
+    Why: a simulator spends model compute (and reads its clients' tool schemas) for whoever
+    reaches the port; on a shared network that must be a decision, not a default.
+
+    Raises:
+        AgentWorldError: ``host`` is not loopback, no token is set and ``allow_no_token`` is false.
+    """
+    if has_token or is_loopback(host):
+        return
+    if not allow_no_token:
+        raise AgentWorldError(f"--host {host} is reachable from other machines and no --token is set (or "
+                              f"AGENTWORLD_TOKEN); set one, or pass --allow-no-token to serve without")
+    print(f"agentworld: WARNING: serving on {host} WITHOUT A TOKEN: anyone who reaches this port can use "
+          "the world model", file=sys.stderr, flush=True)
+
+
+def run_uvicorn(asgi_app: Any, host: str, port: int, path: str) -> None:
+    """Serve ``asgi_app`` until interrupted; announce ``http://HOST:PORT{path}`` on stderr.
+
+    The socket is bound first so ``--port 0`` works: the announced URL carries the chosen port.
+    """
+    import uvicorn
+
+    sock = bind_tcp(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(f"agentworld: listening on http://{shown}:{bound_port}{path}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(asgi_app, log_level="warning", access_log=False, lifespan="on",
+                            limit_concurrency=100_000, backlog=2048, timeout_graceful_shutdown=3)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

@@ -19,8 +19,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-
 from agentworld.errors import AgentWorldError
 from agentworld.models.base import ChatBackend
 from agentworld.sim.types import SessionState, StepResult, WorldSpec
@@ -43,45 +41,11 @@ class SimulatorLike(Protocol):
 SimulatorFactory = Callable[[], SimulatorLike]
 
 
-def make_backend(base_url: str, model: str, *, api_key: str | None = None,
-                 concurrency: int = 64) -> ChatBackend:
-    """The one :class:`OpenAIBackend` all sessions of a server share (one pool, one concurrency cap)."""
-    from agentworld.models.openai_compat import OpenAIBackend
-
-    return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency)
-
-
 def simulator_factory(backend: ChatBackend) -> SimulatorFactory:
     """A factory of real simulators sharing ``backend`` (imported late: this module owns no model)."""
     from agentworld.sim.session import Simulator
 
     return lambda: Simulator(backend)
-
-
-class SessionManagerConfig(BaseModel):
-    """Settings of a serving process (HTTP session API; the MCP server reuses the session part).
-
-    Attributes:
-        model_base_url: OpenAI-compatible endpoint of the world model (one backend for all sessions).
-        model: model name sent with every request.
-        api_key: key for the endpoint (never logged or shown in ``repr``).
-        token: bearer token clients must send; ``None`` disables the check.
-        idle_timeout_s: a session unused this long is closed.
-        max_sessions: most open sessions; creating one more answers 429.
-        max_body_bytes: larger request bodies answer 413 before they are parsed.
-        concurrency: most model requests in flight at once (the backend's pool).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    model_base_url: str | None = None
-    model: str = ""
-    api_key: SecretStr | None = None
-    token: SecretStr | None = None
-    idle_timeout_s: float = Field(600.0, gt=0)
-    max_sessions: int = Field(256, ge=1)
-    max_body_bytes: int = Field(1_048_576, ge=1024)
-    concurrency: int = Field(64, ge=1)
 
 
 class SessionNotFound(AgentWorldError):
@@ -113,13 +77,16 @@ class SessionManager:
             by :meth:`run_reaper`).
         max_sessions: most open sessions.
         clock: monotonic time source (tests pass a fake one to expire sessions instantly).
+        close_hint: how a client frees a session, for the message of :class:`SessionLimitReached`.
     """
 
     def __init__(self, factory: SimulatorFactory, *, idle_timeout_s: float = 600.0, max_sessions: int = 256,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 close_hint: str = "close one (DELETE /v1/sessions/{id})") -> None:
         self._factory = factory
         self.idle_timeout_s = idle_timeout_s
         self.max_sessions = max_sessions
+        self.close_hint = close_hint
         self._clock = clock
         self._sessions: dict[str, Session] = {}
 
@@ -139,7 +106,8 @@ class SessionManager:
         self._expire_now()
         if len(self._sessions) >= self.max_sessions:
             raise SessionLimitReached(f"{self.max_sessions} sessions are open (the --max-sessions limit); "
-                                      "close one (DELETE /v1/sessions/{id}) or wait for idle ones to expire")
+                                      f"{self.close_hint}, or wait for idle ones to expire "
+                                      f"(--idle-timeout-s {self.idle_timeout_s:g})")
         sid = session_id or secrets.token_hex(16)
         if sid in self._sessions:
             raise ValueError(f"session {sid!r} is already open")
@@ -171,7 +139,7 @@ class SessionManager:
             session = None
         if session is None:
             raise SessionNotFound(f"no open session {session_id!r} (never created, closed, or expired "
-                                  f"after {self.idle_timeout_s:g} s idle)")
+                                  f"after {self.idle_timeout_s:g} s idle: --idle-timeout-s)")
         return session
 
     @contextlib.asynccontextmanager
@@ -198,6 +166,11 @@ class SessionManager:
         if session is None:
             raise SessionNotFound(f"no open session {session_id!r}")
         await self._aclose(session)
+
+    async def release(self, session_id: str) -> None:
+        """Close ``session_id`` if it is open (its owner went away; closing twice is fine)."""
+        with contextlib.suppress(SessionNotFound):
+            await self.close(session_id)
 
     async def expire_idle(self) -> list[str]:
         """Close every session idle longer than ``idle_timeout_s``; return their ids."""
@@ -245,3 +218,4 @@ class SessionManager:
 
 _BACKGROUND: set[asyncio.Task[None]] = set()
 """Strong references to background close tasks (asyncio keeps only weak ones)."""
+

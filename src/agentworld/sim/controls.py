@@ -9,6 +9,7 @@ before any model sees them, so invalid-call errors are real ones.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
@@ -19,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.exceptions import best_match
+from jsonschema.protocols import Validator
 from pydantic import ValidationError
 
 from agentworld.errors import DataError
+from agentworld.sim import toolschema
 from agentworld.sim.types import ControlSpec, FaultRule, InjectedFault
 
 ERROR_KINDS = frozenset({"timeout", "server_error", "rate_limit", "permission_denied"})
@@ -259,10 +261,17 @@ def transform(fault: InjectedFault, observation: str,
 # -- validation ------------------------------------------------------------------------------------
 
 class ToolValidator:
-    """Checks MCP calls against the tools' ``inputSchema`` (JSON Schema 2020-12) before the model."""
+    """Checks MCP calls against the tools' ``inputSchema`` before any model sees them.
+
+    Schemas may come from a client (the HTTP session API), so they are compiled by
+    :func:`agentworld.sim.toolschema.compile_schema`: local references only, patterns on RE2,
+    bounded work. A check that may take long runs in a worker thread (:meth:`acheck`), so one
+    hostile call never stalls the other sessions of a server.
+    """
 
     def __init__(self, tools: list[dict[str, Any]]) -> None:
-        self._validators: dict[str, Draft202012Validator | None] = {}
+        self._validators: dict[str, Validator | None] = {}
+        self._heavy: set[str] = set()
         for i, tool in enumerate(tools):
             name = tool.get("name")
             if not isinstance(name, str):
@@ -272,11 +281,12 @@ class ToolValidator:
                 self._validators[name] = None
                 continue
             try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                raise DataError(f"invalid inputSchema of tool {name!r}: {exc.message}",
+                self._validators[name] = toolschema.compile_schema(schema)
+            except ValueError as exc:
+                raise DataError(f"invalid inputSchema of tool {name!r}: {exc}",
                                 field=f"tools[{i}].inputSchema") from None
-            self._validators[name] = Draft202012Validator(schema)
+            if toolschema.is_heavy(schema):
+                self._heavy.add(name)
 
     def check(self, name: str, arguments: dict[str, Any]) -> str | None:
         """``None`` when the call is valid, else the error text a server would return."""
@@ -284,9 +294,28 @@ class ToolValidator:
             return None
         if name not in self._validators:
             return f"Error: unknown tool {name!r} (available: {', '.join(self._validators)})"
+        problem = toolschema.argument_problem(arguments)
+        if problem is not None:
+            return f"Error: invalid arguments for tool {name!r}: {problem}"
         validator = self._validators[name]
-        error = best_match(validator.iter_errors(arguments)) if validator else None
+        if validator is None:
+            return None
+        try:
+            errors = toolschema.iter_problems(validator, arguments)
+        except toolschema.SchemaTooComplex:
+            return f"Error: arguments for tool {name!r} are too complex to check against its inputSchema"
+        error = best_match(errors)
         if error is None:
             return None
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        return f"Error: invalid arguments for tool {name!r} at arguments{where}: {error.message}"
+        return (f"Error: invalid arguments for tool {name!r} at {toolschema.location(error)}: "
+                f"{toolschema.message(error)}")
+
+    async def acheck(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """:meth:`check`, in a worker thread when the schema or the arguments make it possibly slow."""
+        if name in self._heavy or toolschema.json_size(arguments) > _INLINE_CHECK_BYTES:
+            return await asyncio.to_thread(self.check, name, arguments)
+        return self.check(name, arguments)
+
+
+_INLINE_CHECK_BYTES = 4096
+"""Arguments up to this size under a schema without costly keywords are checked on the event loop."""

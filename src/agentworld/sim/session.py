@@ -117,7 +117,7 @@ class Simulator:
         first = self._initial if domain == "terminal" and not self._history else None
         text = parsed.text(domain, first)
         turn = len(self._history) + 1
-        result = self._shortcut(parsed, turn)
+        result = await self._shortcut(parsed, turn)
         if result is None:
             fault = self._faults_in.decide(parsed.tool)
             if fault is not None and fault.kind in controls.ERROR_KINDS:
@@ -133,7 +133,7 @@ class Simulator:
         return result
 
 
-    def _shortcut(self, parsed: ParsedAction, turn: int) -> StepResult | None:
+    async def _shortcut(self, parsed: ParsedAction, turn: int) -> StepResult | None:
         """Answers that need no decision: a stored later page, or an invalid MCP call's error."""
         cursor = (parsed.arguments or {}).get("cursor")
         stored = self._pages.get((parsed.tool, cursor)) if isinstance(cursor, str) else None
@@ -141,7 +141,7 @@ class Simulator:
             return StepResult(observation=stored[0], source="cache", turn=turn,
                               meta={"page": stored[1], "cursor": cursor})
         args = parsed.arguments
-        error = None if args is None else self._validator.check(parsed.tool or "", args)
+        error = None if args is None else await self._validator.acheck(parsed.tool or "", args)
         return None if error is None else StepResult(observation=error, source="template", turn=turn,
                                                      is_error=True)
 

@@ -7,9 +7,17 @@ use these pydantic models unchanged (STYLE point 8).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from agentworld.models.base import Usage
 
@@ -23,6 +31,46 @@ Source = Literal["cache", "world_model", "real", "fault", "template"]
 injected fault rendered by the world model (``fault``) or by a template (``template``)."""
 
 
+Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""A seed: any 64-bit integer (larger ones, and non-integers such as ``1e400``, are refused)."""
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class TimeoutParams(_Params):
+    timeout_s: float = Field(30, gt=0, le=86_400, description="Seconds the request is said to have waited.")
+
+
+class ServerErrorParams(_Params):
+    status: int = Field(503, ge=500, le=599, description="HTTP status shown.")
+    reason: str = Field("Service Unavailable", max_length=200, description="Reason phrase shown.")
+
+
+class RateLimitParams(_Params):
+    retry_after_s: float = Field(2, ge=0, le=86_400, description="Retry-After shown, in seconds.")
+
+
+class PaginationParams(_Params):
+    page_size: int = Field(5, ge=1, le=100_000, description="List items (or lines) per page.")
+
+
+class TruncatedParams(_Params):
+    keep_fraction: float = Field(0.5, ge=0, le=1, description="Fraction of the items (or lines) kept.")
+
+
+class NoParams(_Params):
+    pass
+
+
+FAULT_PARAMS: dict[str, type[_Params]] = {
+    "timeout": TimeoutParams, "server_error": ServerErrorParams, "rate_limit": RateLimitParams,
+    "permission_denied": NoParams, "pagination": PaginationParams, "truncated": TruncatedParams,
+    "stale": NoParams}
+"""The settings each fault kind takes in ``FaultRule.params`` (anything else is refused)."""
+
+
 class FaultRule(BaseModel):
     """One seeded fault-injection rule.
 
@@ -32,16 +80,31 @@ class FaultRule(BaseModel):
     names; for the terminal, the first word of the command); empty means every call.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     kind: FaultKind
     rate: float | None = Field(None, ge=0, le=1)
     count: int | None = Field(None, ge=0)
-    schedule: list[int] | None = None
+    schedule: list[Annotated[int, Field(ge=1)]] | None = None
     tools: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
-    """Kind-specific settings, e.g. ``page_size`` (pagination), ``keep_fraction`` (truncated),
-    ``retry_after_s`` (rate_limit), ``timeout_s`` (timeout)."""
+    """Kind-specific settings (:data:`FAULT_PARAMS`): ``page_size`` (pagination), ``keep_fraction``
+    (truncated), ``retry_after_s`` (rate_limit), ``timeout_s`` (timeout), ``status`` and ``reason``
+    (server_error); checked for type and range."""
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        allowed = FAULT_PARAMS.get(info.data.get("kind", ""))
+        if allowed is None:
+            return params
+        try:
+            allowed.model_validate(params, strict=True)
+            return params
+        except ValidationError as exc:
+            problems = [f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors()]
+            known = ", ".join(allowed.model_fields) or "none"
+            raise ValueError(f"{info.data['kind']} params: {'; '.join(problems)} (known: {known})") from None
 
     @model_validator(mode="after")
     def _one_trigger(self) -> FaultRule:
@@ -55,12 +118,12 @@ class FaultRule(BaseModel):
 class ControlSpec(BaseModel):
     """Controls enforced by the framework, not left to the model: faults and fictional-world facts."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     faults: list[FaultRule] = Field(default_factory=list)
     facts: list[str] = Field(default_factory=list)
     """Fictional-world constraints and facts, appended to the system prompt for the whole episode."""
-    seed: int | None = None
+    seed: Seed | None = None
     """Overrides the episode seed for fault decisions when set."""
 
     @classmethod
@@ -74,7 +137,7 @@ class ControlSpec(BaseModel):
 class WorldSpec(BaseModel):
     """What is simulated: domain, prompt, tools, initial state and controls."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     domain: str = "terminal"
     name: str = ""
@@ -85,10 +148,10 @@ class WorldSpec(BaseModel):
     initial_state: str = ""
     """Description of the starting state (terminal: the first screen; default a fresh prompt)."""
     controls: ControlSpec = Field(default_factory=ControlSpec)
-    history_budget_tokens: int = Field(24_000, ge=256)
+    history_budget_tokens: int = Field(24_000, ge=256, le=10_000_000)
     """History kept in the prompt; older whole turns are replaced by a state summary."""
-    max_tokens: int | None = None
-    temperature: float | None = 0.0
+    max_tokens: int | None = Field(None, ge=1, le=10_000_000)
+    temperature: float | None = Field(0.0, ge=0, le=2)
 
 
 class InjectedFault(BaseModel):

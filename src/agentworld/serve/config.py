@@ -1,0 +1,121 @@
+"""Typed settings of ``agentworld serve mcp|http|mock``: each option documented once, here.
+
+The CLI is generated from these classes (:func:`agentworld.cli_support.config_command`) and the
+Python API takes them unchanged, so a setting means the same in both. This module imports only
+pydantic (not even :mod:`agentworld.sim`), so ``agentworld serve --help`` stays fast.
+
+Why the limits: a simulator spends model compute for whoever reaches it, and its clients send
+schemas and arguments that end up in prompts; every size and count has a bound with a flag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agentworld.endpoints import ModelEndpoint
+
+TOKEN_ENV = "AGENTWORLD_TOKEN"
+
+MALFORMED_KINDS: tuple[str, ...] = ("no_tag", "trailing_commas", "unquoted_keys", "no_fence",
+                                    "truncated", "garbage", "bad_scores")
+"""Broken rubric verdicts the mock server can send. A lenient parser recovers the first four."""
+MalformedKind = Literal["no_tag", "trailing_commas", "unquoted_keys", "no_fence", "truncated", "garbage",
+                        "bad_scores"]
+_ALL_MALFORMED: tuple[MalformedKind, ...] = get_args(MalformedKind)
+
+
+class ServerFields(BaseModel):
+    """Binding, access and limits shared by the simulator servers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    host: str = Field("127.0.0.1", description="Address to bind. Anything but loopback needs --token (or "
+                      "--allow-no-token): whoever reaches the port spends your model's compute.")
+    port: int = Field(8765, ge=0, le=65535, description="TCP port; 0 picks a free one (the URL is printed "
+                      "on stderr).")
+    token: SecretStr | None = Field(None, description="Bearer token every client must send (Authorization: "
+                                    "Bearer TOKEN); prefer the environment variable, a token on the command "
+                                    "line shows in ps.", json_schema_extra={"envvar": TOKEN_ENV})
+    allow_no_token: bool = Field(False, description="Serve on a non-loopback --host without --token anyway "
+                                 "(a warning is printed).")
+    idle_timeout_s: float = Field(600.0, gt=0, description="Close sessions unused for this many seconds.")
+    max_sessions: int = Field(256, ge=1, description="Most sessions open at once; more are refused until "
+                              "one closes or expires.")
+    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body; larger ones answer "
+                                "413 before they are parsed.")
+    max_argument_bytes: int = Field(65_536, ge=256, description="Largest tool-call arguments (or terminal "
+                                    "action), as JSON bytes; larger ones are refused before validation or "
+                                    "the model sees them.")
+    concurrency: int = Field(64, ge=1, description="Most world-model requests in flight at once (one pool "
+                             "shared by all sessions).")
+
+
+class HttpServeConfig(ServerFields, ModelEndpoint):
+    """``agentworld serve http``: many simulator sessions behind the JSON session API (/v1/sessions)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class McpFields(BaseModel):
+    """What ``serve mcp`` simulates and how it is reached."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    tools: Path = Field(description='tools/list JSON: {"tools": [...]} or a list of tools, each with a name '
+                        "and an inputSchema.")
+    control: Path | None = Field(None, description="Control spec (faults, facts), YAML or JSON.")
+    transport: Literal["stdio", "http"] = Field("stdio", description="stdio (one episode per process) or "
+                                                "http (streamable HTTP at /mcp and /mcp/EPISODE).")
+    seed: int = Field(0, ge=-(2**63), le=2**63 - 1, description="Episode seed (fault decisions, sampling); "
+                      "POST /v1/episodes may give its own.")
+    initial_state: str = Field("", description="Description of the world's starting state.")
+
+
+class McpServeConfig(ServerFields, ModelEndpoint, McpFields):
+    """``agentworld serve mcp``: the tools of a tools/list file, answered by the world model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    port: int = Field(8766, ge=0, le=65535, description="HTTP port; 0 picks a free one (the URL is printed "
+                      "on stderr).")
+    idle_timeout_s: float = Field(1800.0, gt=0, description="End MCP sessions and episodes unused for this "
+                                  "many seconds (their simulators are closed).")
+    max_sessions: int = Field(1024, ge=1, description="Most episodes (and most MCP sessions) open at once; "
+                              "more are refused until one ends or expires.")
+    max_body_bytes: int = Field(4_194_304, ge=1024, description="Largest HTTP request body; larger ones "
+                                "answer 413 before they are parsed.")
+
+
+class MockConfig(BaseModel):
+    """How the mock OpenAI-compatible server behaves. Every rate is a probability; all draws are seeded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    data: list[Path] = Field(default_factory=list, description="AgentWorldBench JSONL files or folders whose "
+                             "ground truth is served (repeat, or several after one flag); without any, every "
+                             "world-model request gets a generic answer.")
+    host: str = Field("127.0.0.1", description="Address to bind.")
+    port: int = Field(0, ge=0, le=65535, description="TCP port; 0 picks a free one (the URL is printed).")
+    latency_ms: float = Field(0.0, ge=0, description="Delay before every answer, errors included (does not "
+                              "block other requests).")
+    corruption_rate: float = Field(0.0, ge=0, le=1, description="Fraction of samples answered with a "
+                                   "corrupted ground truth (nested: a higher rate only adds samples).")
+    error_rate: float = Field(0.0, ge=0, le=1, description="Fraction of requests answered with HTTP 500.")
+    rate_limit_rate: float = Field(0.0, ge=0, le=1, description="Fraction of requests answered with HTTP 429 "
+                                   "and Retry-After: 0.")
+    malformed_judge_rate: float = Field(0.0, ge=0, le=1, description="Fraction of judge replies that are "
+                                        "broken (see --malformed-kinds).")
+    truncate_rate: float = Field(0.0, ge=0, le=1, description="Fraction answered with finish_reason=length "
+                                 "and empty content.")
+    malformed_kinds: list[MalformedKind] = Field(default_factory=lambda: list(_ALL_MALFORMED),
+                                                 description="Broken-verdict kinds to draw from (repeat); "
+                                                 "default: all.")
+    seed: int = Field(0, description="Seed of every injected behaviour.")
+    thinking: bool = Field(False, description="Prepend the reasoning as an inline <think>...</think> block.")
+    reasoning_field: Literal["reasoning", "reasoning_content"] | None = Field(
+        None, description="Put the reasoning in this message field instead: reasoning (vLLM) or "
+        "reasoning_content (SGLang).")
+    model_name: str = Field("mock", description="Model id listed by /v1/models (requests may name any).")

@@ -1,0 +1,130 @@
+"""``serve mcp --transport http``: the simulated MCP server over streamable HTTP, with episode addresses.
+
+Routes (all behind one :class:`~agentworld.serve.guard.GuardMiddleware`: bearer token, body limit):
+
+* ``/mcp`` — MCP. A handshake-era client (``Mcp-Session-Id``) gets one episode per MCP session,
+  closed when the session ends; stateless clients share one episode;
+* ``POST /v1/episodes`` ``{"seed": 7}`` (body optional) → ``{"episode_id", "mcp_url", "observation"}``:
+  a new episode, reachable by any MCP client at ``mcp_url`` (``/mcp/<episode-id>``), stateless
+  or not, and by nobody else's requests; ``DELETE /v1/episodes/<id>`` closes it;
+* ``GET /v1/health`` → ``{"status": "ok", "episodes": <open simulators>}``, without a token.
+
+Why episode addresses: stateless MCP clients (the SDK's default) carry no session id, so on
+``/mcp`` they cannot be told apart; concurrent RL episodes need an address each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agentworld.serve.guard import GuardMiddleware
+from agentworld.serve.mcp_server import SimulatedToolServer
+from agentworld.serve.net import is_loopback
+from agentworld.serve.sessions import SessionLimitReached, SessionNotFound
+from agentworld.sim.types import Seed
+
+
+class CreateEpisodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    seed: Seed | None = None
+    """The episode's seed (fault decisions, sampling); default: the server's --seed."""
+
+
+def _json(status: int, body: Any) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+class _PostOnly:
+    """The SDK's MCP endpoint without the standalone GET stream (405, as the spec allows).
+
+    The simulator never sends server-initiated messages, so the stream would only hold a
+    connection and a task per session open; answers come in the POST responses (as JSON).
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["method"] == "GET":
+            await Response(status_code=405, headers={"Allow": "POST, DELETE"})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token: str | None = None,
+             max_body_bytes: int = 4_194_304) -> Any:
+    """The ASGI app: MCP at ``/mcp`` and ``/mcp/{episode}``, the episode API, health.
+
+    MCP sessions and episodes share the limits of ``tool_server.sessions`` (``--max-sessions``,
+    ``--idle-timeout-s``). On a loopback ``host`` the SDK's DNS-rebinding protection is on.
+    """
+    sessions = tool_server.sessions
+    security = None
+    if is_loopback(host):
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+    manager = StreamableHTTPSessionManager(
+        app=tool_server.server, security_settings=security, max_request_body_size=max_body_bytes,
+        json_response=True,
+        session_idle_timeout=sessions.idle_timeout_s, max_sessions=sessions.max_sessions)
+    mcp = _PostOnly(StreamableHTTPASGIApp(manager))
+
+    async def create(request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = CreateEpisodeRequest.model_validate_json(raw or b"{}")
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                                 for e in exc.errors()[:20])
+            return _json(422, {"detail": problems})
+        try:
+            episode_id, observation = await tool_server.create_episode(body.seed)
+        except SessionLimitReached as exc:
+            return _json(429, {"detail": str(exc)})
+        url = f"{str(request.base_url).rstrip('/')}/mcp/{episode_id}"
+        return _json(200, {"episode_id": episode_id, "mcp_url": url, "observation": observation})
+
+    async def delete(request: Request) -> Response:
+        episode_id = request.path_params["episode"]
+        try:
+            await tool_server.close_episode(episode_id)
+        except SessionNotFound:
+            return _json(404, {"detail": f"no open episode {episode_id[:64]!r}"})
+        return _json(200, {"episode_id": episode_id, "closed": True})
+
+    async def health(_: Request) -> Response:
+        return _json(200, {"status": "ok", "episodes": len(sessions)})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            reaper = asyncio.get_running_loop().create_task(sessions.run_reaper())
+            try:
+                yield
+            finally:
+                reaper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reaper
+        await tool_server.aclose()
+
+    app = Starlette(routes=[
+        Route("/mcp", mcp), Route("/mcp/{episode}", mcp),
+        Route("/v1/episodes", create, methods=["POST"]),
+        Route("/v1/episodes/{episode}", delete, methods=["DELETE"]),
+        Route("/v1/health", health, methods=["GET"]),
+    ], lifespan=lifespan)
+    return GuardMiddleware(app, token=token, max_body_bytes=max_body_bytes)
