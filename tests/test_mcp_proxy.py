@@ -77,7 +77,7 @@ async def git_session(params: StdioServerParameters, repo: Path) -> dict[str, An
         seen["status"] = (await client.call_tool("git_status", {"repo_path": where})).model_dump()
         seen["log"] = (await client.call_tool("git_log", {"repo_path": where, "max_count": 5})).model_dump()
         seen["bad"] = (await client.call_tool("git_log", {"repo_path": where, "max_count": "x"})).model_dump()
-        with pytest.raises(MCPError) as info:
+        with pytest.raises(MCPError, match="git_teleport") as info:
             await client.call_tool("git_teleport", {})
         seen["unknown"] = str(info.value)
     return seen
