@@ -76,16 +76,19 @@ def secret(value: SecretStr | None) -> str | None:
 
 
 def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | str | None = None, *,
-                  corpus: list[Path] | None = None, **client: Any) -> Any:
+                  corpus: list[Path] | None = None, domains: list[str] | None = None, **client: Any) -> Any:
     """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set, otherwise the
     registered backend called ``name`` (``retrieval`` built from ``corpus`` when given).
 
     Args:
+        domains: the domains it will be asked about; a backend that knows it cannot answer one (the
+            retrieval baseline without recordings of it) refuses here, before any request.
         client: options of the OpenAI-compatible client (``concurrency``, ``max_retries``,
             ``timeout_s``, ``backoff_base_s``); ignored by named backends.
 
     Raises:
-        AgentWorldError: an unknown backend name, or a corpus given to a backend that takes none.
+        AgentWorldError: an unknown backend name, a corpus given to a backend that takes none, or a
+            domain the backend cannot answer.
     """
     from agentworld.models.base import backend_names, create_backend
 
@@ -100,8 +103,10 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
         hint = "" if name == "openai" else f"unknown world-model backend {name!r}; "
         raise AgentWorldError(f"{hint}give --model-base-url for a served model, or --model with one of: "
                               f"{', '.join(n for n in known if n != 'openai')}")
-    if corpus:
-        if name != "retrieval":
-            raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
-        return create_backend(name, corpus=list(corpus))
-    return create_backend(name)
+    if corpus and name != "retrieval":
+        raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
+    backend = create_backend(name, corpus=list(corpus)) if corpus else create_backend(name)
+    check = getattr(backend, "check_domains", None)
+    if domains and check is not None:
+        check(domains)
+    return backend

@@ -126,6 +126,12 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
             from agentworld.sim.controls import ToolValidator
 
             await asyncio.to_thread(ToolValidator, body.spec.tools)
+        check_domains = getattr(backend, "check_domains", None)
+        if check_domains is not None:  # an offline corpus without this domain: refuse now, not per step
+            try:
+                check_domains([body.spec.domain])
+            except AgentWorldError as exc:
+                return _json(422, {"detail": str(exc)})
         session, observation = await sessions.create(body.spec, body.seed)
         return _model(200, CreateSessionResponse(session_id=session.id, observation=observation))
 

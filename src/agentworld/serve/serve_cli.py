@@ -33,7 +33,7 @@ def _mcp(config: McpServeConfig) -> None:
     if config.transport == "http":
         check_exposure(config.host, config.token is not None, config.allow_no_token)
     backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                            corpus=config.model_corpus, concurrency=config.concurrency)
+                            corpus=config.model_corpus, domains=["mcp"], concurrency=config.concurrency)
     tool_server = SimulatedToolServer(tools, simulator_factory(backend), controls=controls,
                                       initial_state=config.initial_state, seed=config.seed,
                                       idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions,

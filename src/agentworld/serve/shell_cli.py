@@ -50,10 +50,7 @@ def run_shell_command(config: ShellConfig) -> None:
     backend = None
     if config.model != "none" or config.model_base_url:
         backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                corpus=config.model_corpus)
-        check = getattr(backend, "check_domains", None)
-        if check is not None:
-            check([world.domain])  # an offline corpus without this domain: say so before the first line
+                                corpus=config.model_corpus, domains=[world.domain])
     router = None if config.route == "model" else Router("rules" if config.route == "auto" else "real",
                                                          seed=config.seed)
     simulator = Simulator(backend, router=router)
