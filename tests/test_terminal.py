@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agentworld.cli import app
 from agentworld.envs import (
     Action,
     Sandbox,
@@ -27,7 +28,6 @@ from agentworld.envs import (
     record_scenarios,
     trajectory_rows,
 )
-from agentworld.cli import app
 from agentworld.errors import DataError
 from agentworld.schema import parse_row, read_bench_jsonl
 
@@ -191,15 +191,16 @@ def test_cli_records_and_resumes(tmp_path: Path) -> None:
     scen.write_text(json.dumps(TINY))
     out = tmp_path / "out.jsonl"
     runner = CliRunner()
-    result = runner.invoke(app, ["record", "terminal", "--scenarios", str(scen), "--out", str(out), "--seed", "1"])
+    record = ["record", "terminal", "--scenarios", str(scen), "--out", str(out)]
+    result = runner.invoke(app, [*record, "--seed", "1"])
     assert result.exit_code == 0, result.output
     rows = list(read_bench_jsonl(out))
     assert [r.id for r in rows] == ["tiny-demo-t1", "tiny-demo-t2", "tiny-demo-t3",
                                     "tiny-two-t1", "tiny-two-t2"]
     assert rows[0].total_turns == 3 and rows[0].to_row()["meta"]["source"] == "real"
-    again = runner.invoke(app, ["record", "terminal", "--scenarios", str(scen), "--out", str(out)])
+    again = runner.invoke(app, record)
     assert again.exit_code == 2 and "--resume" in again.output
-    resumed = runner.invoke(app, ["record", "terminal", "--scenarios", str(scen), "--out", str(out), "--resume"])
+    resumed = runner.invoke(app, [*record, "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert len(list(read_bench_jsonl(out))) == 5
 
