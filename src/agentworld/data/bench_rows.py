@@ -6,7 +6,8 @@ prompt/response lists (the grouping key) — work that grows with the square of 
 length. Rows read from JSON are nearly always plainly valid (exact JSON types, ``turn_idx`` in
 range, a known domain); :meth:`BenchRow.checked` recognises those with a few type tests, and
 anything else goes through ``parse_row`` as before (so its errors, and its coercions, are
-unchanged). :func:`join_rows` builds the same trajectory ``join_samples`` does for one group.
+unchanged). :func:`join_rows` builds the same trajectory ``join_samples`` does for one group, as a
+plain record (:mod:`agentworld.data.records`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentworld import schema
+from agentworld.data.records import PlainTrajectory, PlainTurn
 from agentworld.schema import Trajectory, Turn
 
 _STR_ONLY = frozenset({str})
@@ -58,7 +60,7 @@ class BenchRow(NamedTuple):
                    sample.id, sample.to_row(), getattr(sample, "meta", None))
 
 
-def join_rows(group: Sequence[BenchRow], meta: dict[str, Any]) -> Trajectory:
+def join_rows(group: Sequence[BenchRow], meta: dict[str, Any]) -> PlainTrajectory:
     """The trajectory of one group (same key, distinct turns), as ``join_samples`` makes it, with ``meta``."""
     first = group[0]
     task, system, prompts, responses = first.key
@@ -71,9 +73,8 @@ def join_rows(group: Sequence[BenchRow], meta: dict[str, Any]) -> Trajectory:
             saved = {k: v for k, v in row.full.items() if k not in _SHARED_KEYS}
             saved["_keys"] = list(row.full)
             turn_meta["row"] = saved
-        turns.append(Turn(action=action, observation=observation, meta=turn_meta))
-    return Trajectory(id=trajectory_id(first.id), domain=task.split("/")[-1], task=task,
-                      system_prompt=system, turns=tuple(turns), meta=meta)
+        turns.append(PlainTurn(action, observation, turn_meta))
+    return PlainTrajectory(trajectory_id(first.id), task.split("/")[-1], system, tuple(turns), task, meta)
 
 
 def trajectory_id(row_id: str) -> str:

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentworld import schema
 from agentworld.data.bench_rows import BenchRow, OpenSessions, is_incremental, join_rows, session_trajectory
+from agentworld.data.records import PlainTrajectory
 from agentworld.errors import DataError
 from agentworld.schema import Trajectory, Turn
 
@@ -174,13 +175,23 @@ def detect_format(path: Path) -> str:
 def ingest(path: str | Path, fmt: str = "auto", *, on_error: OnError = "raise",
            report: IngestReport | None = None, **options: Any) -> Iterator[Trajectory]:
     """Stream the trajectories of one file (format detected when ``fmt`` is ``auto``)."""
+    for traj in ingest_plain(path, fmt, on_error=on_error, report=report, **options):
+        yield traj if isinstance(traj, Trajectory) else traj.to_model()
+
+
+def ingest_plain(path: str | Path, fmt: str = "auto", *, on_error: OnError = "raise",
+                 report: IngestReport | None = None,
+                 **options: Any) -> Iterator[Trajectory | PlainTrajectory]:
+    """:func:`ingest` for the pipeline: converters with a ``read_plain`` give plain records
+    (:mod:`agentworld.data.records`), the others their pydantic ones."""
     path = Path(path)
     if not path.is_file():
         raise DataError("no such file", path=str(path))
     converter = get_converter(detect_format(path) if fmt == "auto" else fmt, **options)
     if report is not None:
         report.files.append(str(path))
-    for traj in converter.read(path, on_error=on_error, report=report):
+    read = getattr(converter, "read_plain", converter.read)
+    for traj in read(path, on_error=on_error, report=report):
         if report is not None:
             report.trajectories += 1
         yield traj
@@ -231,6 +242,12 @@ class BenchConverter:
 
     def read(self, path: Path, *, on_error: OnError = "raise",
              report: IngestReport | None = None) -> Iterator[Trajectory]:
+        for traj in self.read_plain(path, on_error=on_error, report=report):
+            yield traj if isinstance(traj, Trajectory) else traj.to_model()
+
+    def read_plain(self, path: Path, *, on_error: OnError = "raise",
+                   report: IngestReport | None = None) -> Iterator[Trajectory | PlainTrajectory]:
+        """:meth:`read`, joined rows as plain records (sessions of incremental rows stay pydantic)."""
         group: list[BenchRow] = []
         turns: set[int] = set()
         sessions = OpenSessions() if self.incremental else None
@@ -272,7 +289,7 @@ class BenchConverter:
             raise row
         return row
 
-    def _joined(self, group: list[BenchRow], path: Path) -> Trajectory:
+    def _joined(self, group: list[BenchRow], path: Path) -> PlainTrajectory:
         meta = group[0].meta if self.lift_meta else None
         if not isinstance(meta, dict):
             return join_rows(group, {"source": str(path)})

@@ -36,7 +36,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentworld.data.process import StepCounter, stable_unit
+from agentworld.data.process import Sample, StepCounter, stable_units
+from agentworld.data.records import PlainMask, PlainSample, PlainStats
 from agentworld.data.tokens import (
     TokenKey,
     content_token_keys,
@@ -45,7 +46,7 @@ from agentworld.data.tokens import (
     observation_body,
     regex_tokenize,
 )
-from agentworld.data.types import MASK_CATEGORIES, LossMask, MaskCategory, TrainSample, TurnStats
+from agentworld.data.types import MASK_CATEGORIES, LossMask, MaskCategory, TurnStats
 
 DEFAULT_KEEP_RATIOS: dict[str, float] = {
     "state_change": 1.0, "expansion": 1.0, "error": 1.0, "retrieval": 0.3,
@@ -122,12 +123,13 @@ class HistoryContext:
     context grows incrementally instead of being re-tokenised for every turn. The tokens of the
     last pair measured are kept too: that pair is usually the next history's newest, so each
     text is tokenised once. Tokens are :func:`tokens.content_token_keys` (bytes for the default
-    tokenizer): the statistics only compare them.
+    tokenizer): the statistics only compare them. Plain samples' trajectories are known by their
+    shared ``pairs`` list (:meth:`advance_pairs`).
     """
 
     def __init__(self, tokenize: Callable[[str], list[str]]) -> None:
         self.tokenize = tokenize
-        self.key: str | None = None
+        self.key: str | list[tuple[str, str]] | None = None
         self.turns = 0
         self.types: set[TokenKey] = set()
         self.lines: set[str] = set()
@@ -145,14 +147,25 @@ class HistoryContext:
         return pair
 
     def advance(self, key: str | None, history: Sequence[tuple[str, str]]) -> None:
+        """Make the context that of ``history`` (the trajectory called ``key``; None: unknown)."""
         if key is None or key != self.key or len(history) < self.turns:
             self.key, self.turns, self.types, self.lines = key, 0, set(), set()
-        for action, observation in history[self.turns:]:
+        self._add(history, len(history))
+
+    def advance_pairs(self, pairs: list[tuple[str, str]], n: int) -> None:
+        """Make the context that of ``pairs[:n]`` (a plain sample's trajectory, known by the list)."""
+        if pairs is not self.key or n < self.turns:
+            self.key, self.turns, self.types, self.lines = pairs, 0, set(), set()
+        self._add(pairs, n)
+
+    def _add(self, pairs: Sequence[tuple[str, str]], n: int) -> None:
+        types, lines = self.types, self.lines
+        for action, observation in pairs[self.turns:n]:
             pair = self.measure(action, observation)
-            self.types |= pair.act_types
-            self.types |= pair.obs_types
-            self.lines.update(pair.lines)
-        self.turns = len(history)
+            types |= pair.act_types
+            types |= pair.obs_types
+            lines.update(pair.lines)
+        self.turns = n
 
 
 def turn_signals(history: Sequence[tuple[str, str]], action: str, observation: str,
@@ -161,29 +174,35 @@ def turn_signals(history: Sequence[tuple[str, str]], action: str, observation: s
     """OL, Nov, Jac, R and repeat of one pair (see the module docstring for the definitions)."""
     ctx = context or HistoryContext(tokenize)
     ctx.advance(key, history)
-    pair = ctx.measure(action, observation)
+    stats, repeat = _signals(ctx, ctx.measure(action, observation))
+    return Signals(stats=stats.to_model(), repeat=repeat)
+
+
+def _signals(ctx: HistoryContext, pair: PairTokens) -> tuple[PlainStats, float]:
+    """The statistics of ``pair`` against the context ``ctx`` holds."""
     obs, obs_types, act_types = pair.obs, pair.obs_types, pair.act_types
     novel = obs_types.difference(ctx.types, act_types)  # observation types absent from the context
     n_obs, n_act = len(obs), len(pair.act)
     n_novel = sum(map(novel.__contains__, obs)) if novel else 0
     shared = len(obs_types & act_types)
     union = len(obs_types) + len(act_types) - shared
-    stats = TurnStats(
-        overlap=(n_obs - n_novel) / n_obs if obs else 1.0,
-        novelty=len(novel) / len(obs_types) if obs_types else 0.0,
-        jaccard=shared / union if union else 0.0,
-        length_ratio=n_obs / max(n_act, 1),
-        obs_tokens=n_obs, action_tokens=n_act)
+    stats = PlainStats((n_obs - n_novel) / n_obs if obs else 1.0,
+                       len(novel) / len(obs_types) if obs_types else 0.0,
+                       shared / union if union else 0.0,
+                       n_obs / max(n_act, 1), n_obs, n_act)
     lines = pair.lines
     repeat = sum(map(ctx.lines.__contains__, lines)) / len(lines) if lines else 0.0
-    return Signals(stats=stats, repeat=repeat)
+    return stats, repeat
 
 
 def classify(signals: Signals, observation: str, domain: str,
              th: MaskThresholds | None = None) -> MaskCategory:
     """The category of a pair: the first rule of the module docstring that matches."""
-    th = th or MaskThresholds()
-    s = signals.stats
+    return _category(signals.stats, signals.repeat, observation, domain, th or MaskThresholds())
+
+
+def _category(s: TurnStats | PlainStats, repeat: float, observation: str, domain: str,
+              th: MaskThresholds) -> MaskCategory:
     if s.obs_tokens == 0:
         return "empty"
     if is_error(observation, domain):
@@ -192,7 +211,7 @@ def classify(signals: Signals, observation: str, domain: str,
         return "echo"
     if s.novelty <= th.empty_max_novelty and s.length_ratio <= th.empty_max_ratio:
         return "empty"
-    if s.novelty <= th.boilerplate_max_novelty and signals.repeat >= th.boilerplate_min_repeat:
+    if s.novelty <= th.boilerplate_max_novelty and repeat >= th.boilerplate_min_repeat:
         return "boilerplate"
     if (s.overlap >= th.retrieval_min_overlap and s.novelty <= th.retrieval_max_novelty
             and s.length_ratio >= th.retrieval_min_ratio):
@@ -202,30 +221,39 @@ def classify(signals: Signals, observation: str, domain: str,
     return "state_change"
 
 
-def mask(samples: Iterable[TrainSample], config: MaskConfig | None = None, seed: int = 0,
-         stats: StepCounter | None = None) -> Iterator[TrainSample]:
+def mask(samples: Iterable[Sample], config: MaskConfig | None = None, seed: int = 0,
+         stats: StepCounter | None = None) -> Iterator[Sample]:
     """Attach a :class:`LossMask` to every sample (none is dropped; exports decide what to do).
 
     The keep decision is ``stable_unit(seed, "mask", sample.id) < keep_ratios[category]`` (a ratio
     of 0 decides without hashing). Details counted: samples per category and ``<category>.kept``.
+    A plain sample (:mod:`agentworld.data.records`) gets a plain mask, set in place.
     """
     config = config or MaskConfig()
     tally = stats if stats is not None else StepCounter("mask")
     context = HistoryContext(get_tokenizer(config.tokenizer))
     ratios, thresholds, details = config.keep_ratios, config.thresholds, tally.details
     kept_names = {c: f"{c}.kept" for c in MASK_CATEGORIES}
+    unit = stable_units(seed, "mask")
     for sample in samples:
         tally.inputs += 1
-        signals = turn_signals(sample.history, sample.action, sample.observation, context=context,
-                               key=sample.trajectory_id)
-        category = classify(signals, sample.observation, sample.domain, thresholds)
+        if isinstance(sample, PlainSample):
+            context.advance_pairs(sample.pairs, sample.turn - 1)
+        else:
+            context.advance(sample.trajectory_id, sample.history)
+        signals, repeat = _signals(context, context.measure(sample.action, sample.observation))
+        category = _category(signals, repeat, sample.observation, sample.domain, thresholds)
         ratio = ratios[category]
-        keep = ratio > 0.0 and stable_unit(seed, "mask", sample.id) < ratio
+        keep = ratio > 0.0 and unit(sample.id) < ratio
         details[category] += 1
         details[kept_names[category]] += keep
         tally.outputs += 1
-        loss = LossMask(category=category, keep=keep, keep_ratio=ratio, stats=signals.stats)
-        yield sample.model_copy(update={"mask": loss})
+        if isinstance(sample, PlainSample):  # the stream's own record: set in place
+            sample.mask = PlainMask(category, keep, ratio, signals)
+            yield sample
+        else:
+            loss = LossMask(category=category, keep=keep, keep_ratio=ratio, stats=signals.to_model())
+            yield sample.model_copy(update={"mask": loss})
 
 
 def category_shares(counts: dict[str, Any]) -> dict[str, float]:

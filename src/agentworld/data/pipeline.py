@@ -25,16 +25,17 @@ import inspect
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from rich.console import Console
 from rich.table import Table
 
 from agentworld.data import process as proc
-from agentworld.data.ingest import IngestReport, ingest
+from agentworld.data.ingest import IngestReport, ingest_plain
 from agentworld.data.masking import MaskConfig, mask
-from agentworld.data.process import DatasetStats, DatasetTally, StepCounter, expand
+from agentworld.data.process import AnySample, DatasetStats, DatasetTally, StepCounter, expand_plain
+from agentworld.data.records import PlainSample
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
@@ -162,7 +163,7 @@ def _trajectories(config: PipelineConfig, reports: list[IngestReport]) -> Iterat
     for spec in config.inputs:
         report = IngestReport()
         reports.append(report)
-        yield from ingest(spec.path, spec.format, on_error=spec.on_error, report=report, **spec.options)
+        yield from ingest_plain(spec.path, spec.format, on_error=spec.on_error, report=report, **spec.options)
 
 
 def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None = None,
@@ -171,13 +172,20 @@ def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None =
 
     ``counters``/``reports``, when given, are filled with one tally per step and per input.
     """
+    for sample in plain_samples(config, counters=counters, reports=reports):
+        yield sample.to_model()
+
+
+def plain_samples(config: PipelineConfig, *, counters: list[StepCounter] | None = None,
+                  reports: list[IngestReport] | None = None) -> Iterator[PlainSample]:
+    """:func:`iter_samples` as the plain records the chain passes along (:mod:`agentworld.data.records`)."""
     stream: Iterator[Any] = _trajectories(config, reports if reports is not None else [])
     for spec in config.steps:
         counter = StepCounter(spec.name)
         if counters is not None:
             counters.append(counter)
         if spec.name == "expand":
-            stream = expand(stream, counter)
+            stream = expand_plain(stream, counter)
         elif spec.name == "mask":
             stream = mask(stream, config.mask, config.seed, counter)
         elif spec.name == "split":
@@ -193,9 +201,10 @@ def write_jsonl_stream(path: Path, rows: Iterable[Any]) -> int:
     return atomic_write_jsonl(path, rows)
 
 
-def _write_output(samples: Iterable[TrainSample], spec: OutputSpec) -> dict[str, Any]:
+def _write_output(samples: Iterable[AnySample], spec: OutputSpec) -> dict[str, Any]:
     if spec.format == "samples":
-        rows = write_jsonl_stream(spec.path, (s.model_dump(mode="json") for s in samples))
+        rows = write_jsonl_stream(spec.path, (s.to_row() if isinstance(s, PlainSample)
+                                              else s.model_dump(mode="json") for s in samples))
         return {"format": "samples", "out": str(spec.path), "rows": rows}
     try:
         from agentworld.data.export import export
@@ -203,12 +212,14 @@ def _write_output(samples: Iterable[TrainSample], spec: OutputSpec) -> dict[str,
         raise DataError(f"format {spec.format!r} needs agentworld.data.export; use 'samples'",
                         field="output.format") from None
     try:
-        return export(samples, spec.format, spec.path, **spec.options).model_dump(mode="json")
+        # plain samples carry TrainSample's attributes, which is all the exporters read (records.py)
+        return export(cast(Iterable[TrainSample], samples), spec.format, spec.path,
+                      **spec.options).model_dump(mode="json")
     except ValueError as exc:
         raise DataError(str(exc), field="output") from None
 
 
-def _progress(samples: Iterator[TrainSample], console: Console) -> Iterator[TrainSample]:
+def _progress(samples: Iterator[PlainSample], console: Console) -> Iterator[PlainSample]:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.completed} samples"), TimeElapsedColumn(),
@@ -227,7 +238,7 @@ def run_pipeline(config: PipelineConfig, *, progress: bool = True,
     counters: list[StepCounter] = []
     reports: list[IngestReport] = []
     dataset = DatasetTally()
-    samples = map(dataset.add, iter_samples(config, counters=counters, reports=reports))
+    samples = map(dataset.add, plain_samples(config, counters=counters, reports=reports))
     output = _write_output(_progress(samples, console) if progress else samples, config.output)
     ingested = sum(r.trajectories for r in reports)
     skipped = sum(r.skipped for r in reports)

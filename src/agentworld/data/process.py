@@ -5,6 +5,10 @@ before :func:`expand` turns each into turn-level :class:`TrainSample` records; s
 (:func:`dedup`, :func:`split_by_source`, and :func:`agentworld.data.masking.mask`) follow. Every
 step keeps one trajectory (or sample) in memory at a time.
 
+The steps take pydantic records or the pipeline's plain ones (:mod:`agentworld.data.records`,
+the same attributes) and give back the kind they got; :func:`expand_plain` is :func:`expand`
+making plain samples.
+
 Sample ``meta`` is the turn's ``meta`` (``row``: the AgentWorldBench row details kept by ingest;
 ``context_before`` etc.) plus ``trajectory``: the trajectory's ``meta`` without ``source`` (which
 is a field of its own). :func:`samples_to_bench_rows` turns samples back into bench rows.
@@ -13,17 +17,22 @@ is a field of its own). :func:`samples_to_bench_rows` turns samples back into be
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_right
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import BaseModel, Field
 
-from agentworld.data.tokens import content_tokens, is_error, normalise_action, observation_body
-from agentworld.data.types import MASK_CATEGORIES, StepStats, TrainSample
+from agentworld.data.dataset_stats import HIST_EDGES, DatasetStats, DatasetTally, Histogram
+from agentworld.data.records import PlainSample, PlainTrajectory, PlainTurn, replaced
+from agentworld.data.tokens import is_error, normalise_action, observation_body
+from agentworld.data.types import StepStats, TrainSample
 from agentworld.schema import Trajectory, Turn, split_trajectory
+
+Traj = TypeVar("Traj", Trajectory, PlainTrajectory)
+Sample = TypeVar("Sample", TrainSample, PlainSample)
+AnyTrajectory = Trajectory | PlainTrajectory
+AnySample = TrainSample | PlainSample
 
 GUI_DOMAINS: tuple[str, ...] = ("android", "web", "os")
 
@@ -53,7 +62,17 @@ def stable_unit(*parts: object) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def _with_turns(traj: Trajectory, turns: list[Turn], step: str, removed: int) -> Trajectory:
+def stable_units(*first: object) -> Callable[[str], float]:
+    """``lambda last: stable_unit(*first, last)``, with the leading parts encoded once (for a stream)."""
+    head = "\x1f".join(map(str, (*first, ""))).encode()
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+
+    def unit(last: str) -> float:
+        return from_bytes(blake2b(head + last.encode(), digest_size=8).digest(), "big") / 2**64
+    return unit
+
+
+def _with_turns(traj: Traj, turns: list[Any], step: str, removed: int) -> Traj:
     """``traj`` with ``turns`` kept; saved row ids/lengths are dropped so they are renumbered on export."""
     if not removed:
         return traj
@@ -62,13 +81,13 @@ def _with_turns(traj: Trajectory, turns: list[Turn], step: str, removed: int) ->
         row = turn.meta.get("row")
         if isinstance(row, dict):
             row = {k: v for k, v in row.items() if k not in ("id", "total_turns")}
-            turn = turn.model_copy(update={"meta": {**turn.meta, "row": row}})
+            turn = replaced(turn, meta={**turn.meta, "row": row})
         renumbered.append(turn)
     cleaned = {**traj.meta.get("cleaned", {}), step: removed}
-    return traj.model_copy(update={"turns": tuple(renumbered), "meta": {**traj.meta, "cleaned": cleaned}})
+    return replaced(traj, turns=tuple(renumbered), meta={**traj.meta, "cleaned": cleaned})
 
 
-def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = None) -> Iterator[Trajectory]:
+def skip_retry_cycles(trajs: Iterable[Traj], stats: StepCounter | None = None) -> Iterator[Traj]:
     """Drop failed attempts that the agent simply repeated, keeping the last attempt.
 
     Rule: turn *i* is dropped when its observation is an error (:func:`tokens.is_error` for the
@@ -84,7 +103,7 @@ def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = N
     tally = _tally(stats, "skip_retry_cycles")
     for traj in trajs:
         tally.inputs += 1
-        turns = traj.turns
+        turns: Sequence[Turn | PlainTurn] = traj.turns
         retried = _retried(turns, traj.domain)
         kept = [t for t, failed in zip(turns, retried, strict=True) if not failed]
         removed = len(turns) - len(kept)
@@ -95,7 +114,7 @@ def skip_retry_cycles(trajs: Iterable[Trajectory], stats: StepCounter | None = N
         yield _with_turns(traj, kept, "retry_cycles", removed)
 
 
-def _retried(turns: tuple[Turn, ...], domain: str) -> list[bool]:
+def _retried(turns: Sequence[Any], domain: str) -> list[bool]:
     """Whether each turn is an error that the next turn sends again.
 
     The error test comes first and actions are normalised only when it holds: errors are rare,
@@ -112,8 +131,8 @@ def _retried(turns: tuple[Turn, ...], domain: str) -> list[bool]:
             for i, turn in enumerate(turns)]
 
 
-def drop_no_change(trajs: Iterable[Trajectory], stats: StepCounter | None = None,
-                   domains: Collection[str] = GUI_DOMAINS) -> Iterator[Trajectory]:
+def drop_no_change(trajs: Iterable[Traj], stats: StepCounter | None = None,
+                   domains: Collection[str] = GUI_DOMAINS) -> Iterator[Traj]:
     """In GUI domains, drop turns whose observation equals the previous one (a latency artefact).
 
     A screen that did not change after an action usually means the UI had not caught up, not
@@ -129,7 +148,7 @@ def drop_no_change(trajs: Iterable[Trajectory], stats: StepCounter | None = None
         if traj.domain not in domains:
             yield traj
             continue
-        kept: list[Turn] = []
+        kept: list[Any] = []
         previous: str | None = None
         for turn in traj.turns:
             body = observation_body(turn.observation).strip()
@@ -141,23 +160,28 @@ def drop_no_change(trajs: Iterable[Trajectory], stats: StepCounter | None = None
         yield _with_turns(traj, kept, "no_change", removed)
 
 
-def expand(trajs: Iterable[Trajectory], stats: StepCounter | None = None) -> Iterator[TrainSample]:
+def expand(trajs: Iterable[AnyTrajectory], stats: StepCounter | None = None) -> Iterator[TrainSample]:
     """One :class:`TrainSample` per turn: predict its observation from system, earlier turns, action."""
+    for sample in expand_plain(trajs, stats):
+        yield sample.to_model()
+
+
+def expand_plain(trajs: Iterable[AnyTrajectory], stats: StepCounter | None = None) -> Iterator[PlainSample]:
+    """:func:`expand` making :class:`~agentworld.data.records.PlainSample` records (the pipeline's)."""
     tally = _tally(stats, "expand")
     for traj in trajs:
         tally.inputs += 1
-        pairs = [(t.action, t.observation) for t in traj.turns]
+        turns: Sequence[Turn | PlainTurn] = traj.turns
+        pairs = [(t.action, t.observation) for t in turns]
         source = str(traj.meta.get("source", ""))
         traj_meta = {k: v for k, v in traj.meta.items() if k != "source"}
         if not pairs:
             tally.details["empty_trajectories"] += 1
-        for i, turn in enumerate(traj.turns, start=1):
+        tid, domain, task, system = traj.id, traj.domain, traj.task, traj.system_prompt
+        for i, turn in enumerate(turns, start=1):
             meta = {**turn.meta, "trajectory": traj_meta} if traj_meta else dict(turn.meta)
             tally.outputs += 1
-            yield TrainSample(id=f"{traj.id}-t{i}", trajectory_id=traj.id, turn=i, domain=traj.domain,
-                              task=traj.task, source=source, system=traj.system_prompt,
-                              history=pairs[: i - 1], action=turn.action, observation=turn.observation,
-                              total_turns=len(pairs), meta=meta)
+            yield PlainSample(f"{tid}-t{i}", tid, i, domain, task, source, system, pairs, meta)
 
 
 class DedupKeys:
@@ -167,28 +191,53 @@ class DedupKeys:
     previous one, so the hash state after ``[system,[pair_1,...,pair_k`` is kept and extended, and
     each sample only adds its own action and observation (linear, not quadratic, in the trajectory
     length). A history that does not extend the kept prefix starts afresh; the bytes hashed are the
-    same either way.
+    same either way. A plain sample's history is known to extend the kept one by its trajectory's
+    shared ``pairs`` list alone, without comparing the pairs (:mod:`agentworld.data.records`).
+    The state after the system prompt is kept too: trajectories of one source mostly share it, and
+    hashing a long prompt anew would cost more than the rest of a short trajectory.
     """
 
     def __init__(self) -> None:
         self._system: str | None = None
+        self._system_state: tuple[str, Any] | None = None
         self._prefix: list[tuple[str, str]] = []
+        self._pairs: list[tuple[str, str]] | None = None
+        """The plain samples' trajectory whose first ``len(self._prefix)`` pairs are hashed (else None)."""
         self._state = hashlib.blake2b(digest_size=16)
         self._last: tuple[str, str, bytes] | None = None
         """The last sample's action, observation and their JSON: usually the next history's newest pair."""
 
-    def __call__(self, sample: TrainSample) -> bytes:
-        history, n = sample.history, len(self._prefix)
-        if sample.system != self._system or len(history) < n or history[:n] != self._prefix:
-            self._system, self._prefix, n = sample.system, [], 0
-            self._state = hashlib.blake2b(b"[" + orjson.dumps(sample.system) + b",[", digest_size=16)
-        for pair in history[n:]:
-            self._state.update(b",[" + self._pair_json(*pair) + b"]" if self._prefix
-                               else b"[" + self._pair_json(*pair) + b"]")
-            self._prefix.append(pair)
+    def __call__(self, sample: AnySample) -> bytes:
+        if type(sample) is PlainSample:
+            pairs, n = sample.pairs, sample.turn - 1
+            if pairs is not self._pairs or n < len(self._prefix):
+                self._restart(sample.system)
+                self._pairs = pairs
+            self._extend(pairs, n)
+        else:
+            history, n = sample.history, len(self._prefix)
+            if self._pairs is not None or sample.system != self._system or len(history) < n \
+                    or history[:n] != self._prefix:
+                self._restart(sample.system)
+            self._extend(history, len(history))
         state = self._state.copy()
         state.update(b"]," + self._pair_json(sample.action, sample.observation) + b"]")
         return state.digest()
+
+    def _restart(self, system: str) -> None:
+        self._system, self._prefix, self._pairs = system, [], None
+        kept = self._system_state
+        if kept is None or kept[0] != system:
+            kept = self._system_state = (system, hashlib.blake2b(b"[" + orjson.dumps(system) + b",[",
+                                                                 digest_size=16))
+        self._state = kept[1].copy()
+
+    def _extend(self, history: Sequence[tuple[str, str]], n: int) -> None:
+        """Hash ``history[len(prefix):n]`` onto the kept prefix."""
+        prefix, update = self._prefix, self._state.update
+        for pair in history[len(prefix):n]:
+            update(b",[" + self._pair_json(*pair) + b"]" if prefix else b"[" + self._pair_json(*pair) + b"]")
+            prefix.append(pair)
 
     def _pair_json(self, action: str, observation: str) -> bytes:
         """``"action","observation"`` as JSON (``orjson.dumps`` of the pair without its brackets)."""
@@ -200,7 +249,7 @@ class DedupKeys:
         return encoded
 
 
-def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
+def dedup(samples: Iterable[Sample], stats: StepCounter | None = None) -> Iterator[Sample]:
     """Drop samples whose system, history, action and observation were all seen before.
 
     Memory: one 16-byte digest per distinct sample (not the samples themselves).
@@ -219,14 +268,14 @@ def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> I
         yield sample
 
 
-def _split_key(sample: TrainSample, key: str) -> str:
+def _split_key(sample: AnySample, key: str) -> str:
     if key.startswith("meta."):
         return str(sample.meta.get("trajectory", {}).get(key[5:], ""))
     return str(getattr(sample, key))
 
 
-def split_by_source(samples: Iterable[TrainSample], eval_fraction: float = 0.1, seed: int = 0,
-                    stats: StepCounter | None = None, key: str = "source") -> Iterator[TrainSample]:
+def split_by_source(samples: Iterable[Sample], eval_fraction: float = 0.1, seed: int = 0,
+                    stats: StepCounter | None = None, key: str = "source") -> Iterator[Sample]:
     """Mark each sample ``train`` or ``eval``; everything of one source lands on the same side.
 
     A source goes to eval when ``stable_unit(seed, source) < eval_fraction``, so the split needs no
@@ -244,10 +293,14 @@ def split_by_source(samples: Iterable[TrainSample], eval_fraction: float = 0.1, 
             group, side = value, "eval" if stable_unit(seed, value) < eval_fraction else "train"
         tally.details[side] += 1
         tally.outputs += 1
-        yield sample.model_copy(update={"split": side})
+        if isinstance(sample, PlainSample):  # the stream's own record: set in place
+            sample.split = side
+            yield sample
+        else:
+            yield sample.model_copy(update={"split": side})
 
 
-def samples_to_bench_rows(samples: Iterable[TrainSample]) -> Iterator[dict[str, Any]]:
+def samples_to_bench_rows(samples: Iterable[AnySample]) -> Iterator[dict[str, Any]]:
     """AgentWorldBench rows of samples (consecutive samples of a trajectory form one group).
 
     Ingested bench rows come back exactly (ids, key order, unknown fields: ``meta["row"]``).
@@ -277,9 +330,9 @@ def samples_to_bench_rows(samples: Iterable[TrainSample]) -> Iterator[dict[str, 
             yield row
 
 
-def _trajectory_groups(samples: Iterable[TrainSample]) -> Iterator[list[TrainSample]]:
+def _trajectory_groups(samples: Iterable[AnySample]) -> Iterator[list[AnySample]]:
     """Runs of samples of one trajectory; a repeated turn number starts a new run (a duplicate)."""
-    group: list[TrainSample] = []
+    group: list[AnySample] = []
     turns: set[int] = set()
     for sample in samples:
         if group and (sample.trajectory_id != group[-1].trajectory_id or sample.turn in turns):
@@ -295,113 +348,6 @@ def _row_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return {"row": meta["row"]} if isinstance(meta.get("row"), dict) else {}
 
 
-# -- dataset statistics ----------------------------------------------------------------------------
-
-HIST_EDGES: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
-_EDGES = list(HIST_EDGES)
-
-
-class Histogram(BaseModel):
-    """Counts per power-of-two bin: bin *i* holds ``edges[i] <= n < edges[i+1]`` (the last is open)."""
-
-    edges: list[int] = Field(default_factory=lambda: list(HIST_EDGES))
-    counts: list[int] = Field(default_factory=lambda: [0] * len(HIST_EDGES))
-    total: int = 0
-    max: int = 0
-
-    def add(self, n: int) -> None:
-        tally = _HistTally(self)
-        tally.add(n)
-        tally.flush()
-
-
-class DatasetStats(BaseModel):
-    """Counts per domain, mask categories, splits and token-length histograms of a sample stream."""
-
-    samples: int = 0
-    trajectories: int = 0
-    domains: dict[str, int] = Field(default_factory=dict)
-    categories: dict[str, int] = Field(default_factory=dict)
-    kept: dict[str, int] = Field(default_factory=dict)
-    splits: dict[str, int] = Field(default_factory=dict)
-    action_tokens: Histogram = Field(default_factory=Histogram)
-    observation_tokens: Histogram = Field(default_factory=Histogram)
-    _last: str | None = None
-
-    def add(self, sample: TrainSample) -> TrainSample:
-        """Count ``sample`` (and pass it on); a stream is counted faster by :class:`DatasetTally`."""
-        tally = DatasetTally(self)
-        tally.add(sample)
-        tally.stats()
-        return sample
-
-    def shares(self) -> dict[str, float]:
-        total = sum(self.categories.values())
-        return {c: self.categories.get(c, 0) / total for c in MASK_CATEGORIES} if total else {}
-
-
-class DatasetTally:
-    """Counts a sample stream into a :class:`DatasetStats` with plain attributes on the hot path.
-
-    Why: assigning a field of a pydantic model costs far more than a plain attribute, and each
-    sample updates several counters. The dicts and histogram bins of ``into`` are updated in
-    place; its integer fields are written back by :meth:`stats`.
-    """
-
-    def __init__(self, into: DatasetStats | None = None) -> None:
-        self.into = into if into is not None else DatasetStats()
-        d = self.into
-        self.samples, self.trajectories, self.last = d.samples, d.trajectories, d._last
-        self.hists = [_HistTally(d.action_tokens), _HistTally(d.observation_tokens)]
-
-    def add(self, sample: TrainSample) -> TrainSample:
-        """Count ``sample`` (and pass it on, so this can sit inside a stream)."""
-        d = self.into
-        self.samples += 1
-        if sample.trajectory_id != self.last or sample.turn == 1:
-            self.trajectories += 1
-        self.last = sample.trajectory_id
-        d.domains[sample.domain] = d.domains.get(sample.domain, 0) + 1
-        loss = sample.mask
-        stats = loss.stats if loss else None
-        actions, observations = self.hists
-        actions.add(stats.action_tokens if stats else len(content_tokens(sample.action)))
-        observations.add(stats.obs_tokens if stats else
-                         len(content_tokens(sample.observation, observation=True)))
-        if loss is not None:
-            cat = loss.category
-            d.categories[cat] = d.categories.get(cat, 0) + 1
-            d.kept[cat] = d.kept.get(cat, 0) + int(loss.keep)
-        if sample.split is not None:
-            d.splits[sample.split] = d.splits.get(sample.split, 0) + 1
-        return sample
-
-    def stats(self) -> DatasetStats:
-        """The counts so far (the same object every call)."""
-        d = self.into
-        d.samples, d.trajectories, d._last = self.samples, self.trajectories, self.last
-        for hist in self.hists:
-            hist.flush()
-        return d
-
-
-class _HistTally:
-    """A :class:`Histogram`'s total and max kept as plain ints (its bins are updated in place)."""
-
-    def __init__(self, hist: Histogram) -> None:
-        self.hist, self.total, self.max = hist, hist.total, hist.max
-        self.fast = hist.edges == _EDGES
-
-    def add(self, n: int) -> None:
-        if n >= 0 and self.fast:  # the usual edges: sorted, so a bisection finds the bin
-            self.hist.counts[bisect_right(_EDGES, n) - 1] += 1
-        else:
-            edges = self.hist.edges
-            self.hist.counts[max(i for i, e in enumerate(edges) if n >= e)] += 1
-        self.total += n
-        if n > self.max:
-            self.max = n
-
-    def flush(self) -> None:
-        self.hist.total, self.hist.max = self.total, self.max
-
+__all__ = ["HIST_EDGES", "DatasetStats", "DatasetTally", "DedupKeys", "Histogram", "StepCounter", "dedup",
+           "drop_no_change", "expand", "expand_plain", "samples_to_bench_rows", "skip_retry_cycles",
+           "split_by_source", "stable_unit", "stable_units"]

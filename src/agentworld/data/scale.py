@@ -67,6 +67,7 @@ from agentworld.data.bench_rows import may_hold_incremental_rows
 from agentworld.data.ingest import MAX_LISTED_ISSUES, IngestIssue, IngestReport, detect_format
 from agentworld.data.pipeline import PipelineConfig, PipelineReport
 from agentworld.data.process import DatasetStats, DatasetTally, DedupKeys, Histogram, StepCounter
+from agentworld.data.records import PlainSample
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_text
@@ -303,9 +304,9 @@ def _ranged_records(shard: Shard, on_error: ingest_mod.OnError, report: IngestRe
             index += 1
 
 
-def _seeded_dedup(preseen: set[bytes], keys_out: BinaryIO) -> Callable[..., Iterator[TrainSample]]:
+def _seeded_dedup(preseen: set[bytes], keys_out: BinaryIO) -> Callable[..., Iterator[Any]]:
     """A drop-in for ``process.dedup`` whose seen-set starts with ``preseen``; it records every key."""
-    def dedup(samples: Iterable[TrainSample], stats: StepCounter | None = None) -> Iterator[TrainSample]:
+    def dedup(samples: Iterable[Any], stats: StepCounter | None = None) -> Iterator[Any]:
         tally = stats if stats is not None else StepCounter("dedup")
         seen: set[bytes] = set()
         key_of = DedupKeys()
@@ -377,7 +378,7 @@ def run_shard(task: ShardTask) -> ShardResult:
     first: list[tuple[str, int]] = []
     last: list[str] = []
 
-    def observed(samples: Iterable[TrainSample]) -> Iterator[TrainSample]:
+    def observed(samples: Iterable[PlainSample]) -> Iterator[PlainSample]:
         for sample in samples:
             if not first:
                 first.append((sample.trajectory_id, sample.turn))
@@ -389,7 +390,7 @@ def run_shard(task: ShardTask) -> ShardResult:
         dedup = _seeded_dedup(_read_keys(task.preseen_file), keys_out)
         try:
             with _patched(shard, counts, dedup):
-                samples = observed(pipe.iter_samples(sub, counters=counters, reports=reports))
+                samples = observed(pipe.plain_samples(sub, counters=counters, reports=reports))
                 result.output = pipe._write_output(samples, output)
         except DataError as err:
             result.error = ShardError(message=err.message, path=err.path, line=err.line,

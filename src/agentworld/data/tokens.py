@@ -66,7 +66,10 @@ register_tokenizer("whitespace", str.split)
 # -- action and observation text -------------------------------------------------------------------
 
 _HEADER_RE = re.compile(r"\*\*(?:Action|Current State|Environment Observation):\*\*")
-_FENCE_RE = re.compile(r"^```\w*$", re.M)
+_FENCE_RE = re.compile(r"```(?<![^\n]```)\w*$", re.M)
+"""A code fence line, ``^```\\w*$`` (multi-line): written to start with the backticks, so the regex
+engine scans for them as a literal instead of trying the pattern at every position; the
+look-behind puts them at a line start (after a newline, or at the start of the text)."""
 
 
 def observation_body(text: str) -> str:
@@ -105,6 +108,7 @@ TokenKey = str | bytes
 _SEPARATORS = b"./~-"
 _RUN_TABLE = bytes(c if chr(c).isalnum() or chr(c) in "_./~-" else 32 for c in range(128)) + b" " * 128
 """ASCII bytes: word characters and separators kept, every other byte turned into a space."""
+_SEPARATOR_AS_DOT = bytes(46 if c in _SEPARATORS else c for c in range(256))
 
 
 def content_token_keys(text: str, tokenize: Tokenizer = regex_tokenize, *,
@@ -124,8 +128,13 @@ def content_token_keys(text: str, tokenize: Tokenizer = regex_tokenize, *,
     text = strip_markup(observation_body(text) if observation else text)
     if not text.isascii():
         return [t.encode() for t in _regex_content_tokens(text)]
-    return [run.rstrip(_SEPARATORS) for run in text.encode().translate(_RUN_TABLE).split()
-            if run.strip(b"_./~-")]
+    runs = text.encode().translate(_RUN_TABLE)
+    # Most texts have no run that ends with a separator or lacks a letter or digit (one made of
+    # separators ends with one; any other has an underscore): their runs are the tokens as they are.
+    if runs.find(b"_") < 0 and runs.translate(_SEPARATOR_AS_DOT).find(b". ") < 0 \
+            and not runs.endswith((b".", b"/", b"~", b"-")):
+        return runs.split()  # type: ignore[return-value]
+    return [run.rstrip(_SEPARATORS) for run in runs.split() if run.strip(b"_./~-")]
 
 
 def normalise_action(text: str) -> str:
@@ -165,10 +174,38 @@ ERROR_PATTERNS: dict[str, tuple[str, ...]] = {
 }
 """Per-domain regular expressions (compiled with ``re.M``) marking an observation as an error."""
 
+ERROR_HINTS: dict[str, tuple[str, ...]] = {
+    COMMON_ERRORS[0]: ("Traceback (most recent call last)",),
+    COMMON_ERRORS[1]: ("Error:", "Exception:"),
+    COMMON_ERRORS[2]: ('"error"',),
+    r"^bash: ": ("bash: ",),
+    r"^\s*(?i:error)\b": ("(?i)error",),
+    r"\b404 (?i:not found)\b": ("404 ",),
+}
+"""Texts of which every match of a pattern contains one (``(?i)`` first: in any case); a pattern
+without regex syntax is its own. Why: the patterns are tried at every position of the text, so a
+search costs tens of times more than looking for a few plain strings, and most observations hold
+none of them."""
+_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+
 
 @lru_cache(maxsize=64)
 def _error_re(domain: str, patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.M)
+
+
+@lru_cache(maxsize=64)
+def _error_hints(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The (case-sensitive, lower-case) texts one of which an error must contain; None: unknown."""
+    cased: list[str] = []
+    lowered: list[str] = []
+    for pattern in patterns:
+        hints = ERROR_HINTS.get(pattern) or ((pattern,) if _REGEX_SYNTAX.isdisjoint(pattern) else None)
+        if hints is None:
+            return None
+        for hint in hints:
+            (lowered if hint.startswith("(?i)") else cased).append(hint.removeprefix("(?i)"))
+    return tuple(cased), tuple(lowered)
 
 
 def is_error(observation: str, domain: str) -> bool:
@@ -178,6 +215,10 @@ def is_error(observation: str, domain: str) -> bool:
     error too. Both cleaning and masking accept that bias (errors keep their loss by default).
     """
     patterns = ERROR_PATTERNS.get(domain, COMMON_ERRORS)
+    hints = _error_hints(patterns)
+    if hints is not None and not any(map(observation.__contains__, hints[0])) \
+            and not (hints[1] and any(map(observation.lower().__contains__, hints[1]))):
+        return False
     if len(observation) <= _MEMO_MAX_CHARS:
         return _remembered_is_error(observation, domain, patterns)
     return _search_error(observation, domain, patterns)
