@@ -103,6 +103,17 @@ def test_sft_rows_have_trace_tag_and_n_variants(tmp_path: Path) -> None:
     assert len(one) == len(samples)
 
 
+def test_sft_rows_with_one_system_prompt(tmp_path: Path) -> None:
+    samples = _masked(None)
+    config = SFTConfig(model="m", output_dir=tmp_path, variants=10, system_prompt="You are a terminal.")
+    rows = sft_rows(samples, config)
+    assert len(rows) == len(samples)
+    assert {r["prompt"][0]["content"] for r in rows} == {"You are a terminal."}
+    assert [r["prompt"][-1]["content"] for r in rows] == [s.action for s in samples]
+    two = sft_rows(samples, config.model_copy(update={"variants_per_sample": 2}))
+    assert len(two) == 2 * len(samples) and {r["variant"] for r in two} == {0}
+
+
 def _weights(folder: Path) -> dict[str, object]:
     from safetensors.torch import load_file
 

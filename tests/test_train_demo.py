@@ -23,4 +23,12 @@ def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "demo" / "result.json").read_text())
     assert saved["steps"] == 3
     assert "Tiny world model" in (tmp_path / "demo" / "report.html").read_text()
+    lines = (tmp_path / "demo" / "predictions.jsonl").read_text().splitlines()
+    predictions = [json.loads(line) for line in lines]
+    assert len(predictions) == result.predicted == 2
+    assert all(p["truth"] and {"before", "after", "rules_before"} <= p.keys() for p in predictions)
+    assert result.rules_before == pytest.approx(sum(p["rules_before"] for p in predictions) / 2)
+    # the trivial baselines are scored on the same rows: repeating the last screen beats an empty one
+    assert result.rules_previous > result.rules_empty
+    assert 0.0 <= result.closed_before <= 1.0 and 0.0 <= result.closed_after <= 1.0
     assert (tmp_path / "demo" / "model-init" / "config.json").exists()

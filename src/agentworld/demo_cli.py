@@ -20,7 +20,7 @@ class TrainDemoOptions(BaseModel):
 
     out: Path = Field(Path("agentworld-demo-train"), description="Folder for the tiny model, the run and "
                       "the report.")
-    steps: int = Field(150, ge=1, description="SFT steps (about a second each on a laptop CPU).")
+    steps: int = Field(500, ge=1, description="SFT steps (about half a second each on a 2-core CPU).")
     seed: int = Field(0, description="Seed of the model, the split and the sampling.")
 
 

@@ -117,3 +117,6 @@ class SFTConfig(TrainCommon, DataFields):
     reasoning: Literal["auto", "none"] = Field(
         "auto", description="'auto' derives a short trace when a sample has none; 'none' omits it.")
     rejection: Path | None = Field(None, description="TrainSample JSONL of rejection-sampled rows.")
+    system_prompt: str | None = Field(
+        None, min_length=1, description="One system prompt for every row instead of the domain's prompt "
+        "variants (a deployment's own prompt, or a short one for a small model).")

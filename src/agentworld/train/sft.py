@@ -152,16 +152,16 @@ def completion_text(sample: TrainSample, reasoning: str) -> str:
 def sft_rows(samples: Iterable[TrainSample], config: SFTConfig) -> list[dict[str, Any]]:
     """Prompt/completion rows (plus ``variant``, ``sample_id``, ``trajectory_id``) of the kept samples."""
     cache: dict[str, list[str]] = {}
-    per = config.variants_per_sample or config.variants
+    per = config.variants_per_sample or (1 if config.system_prompt else config.variants)
     rows = []
     for k, sample in enumerate(s for s in samples if trained(s)):
-        variants = cache.setdefault(sample.domain, system_variants(DOMAINS[sample.domain].system_prompt,
-                                                                   config.variants))
+        variants = cache.setdefault(sample.domain, [config.system_prompt] if config.system_prompt else
+                                    system_variants(DOMAINS[sample.domain].system_prompt, config.variants))
         history = [m for a, o in sample.history for m in ({"role": "user", "content": a},
                                                           {"role": "assistant", "content": o})]
         completion = [{"role": "assistant", "content": completion_text(sample, config.reasoning)}]
         for j in range(per):
-            variant = (k * per + j) % config.variants
+            variant = (k * per + j) % len(variants)
             rows.append({"prompt": [{"role": "system", "content": variants[variant]}, *history,
                                     {"role": "user", "content": sample.action}],
                          "completion": completion, "variant": variant, "sample_id": sample.id,
