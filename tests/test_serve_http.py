@@ -22,6 +22,7 @@ from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.http_api import create_app
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.serve.net import bind_tcp
+from serving import wait_listening
 
 TOOLS = json.loads((Path(__file__).parent / "fixtures" / "airline_tools.json").read_text())["tools"]
 SPEC = {"domain": "mcp", "name": "airline", "tools": TOOLS, "initial_state": "An airline booking backend."}
@@ -225,20 +226,7 @@ def api_process(mock_url: str, *extra: str) -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", *args],
                             stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", line)
-        assert match, f"server did not start: {line!r}"
-        url = match.group(1)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/v1/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "server not reachable"
-                time.sleep(0.05)
-        yield url
+        yield wait_listening(proc, r"listening on (http://127\.0\.0\.1:\d+)/v1", "/v1/health")
     finally:
         proc.kill()
         proc.wait(timeout=10)

@@ -28,6 +28,7 @@ from agentworld.errors import AgentWorldError, DataError
 from agentworld.serve.mcp_server import check_arguments, load_tools
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.serve.net import check_exposure, is_loopback
+from serving import wait_listening
 
 TOOLS_PATH = Path(__file__).parent / "fixtures" / "airline_tools.json"
 TOOLS = json.loads(TOOLS_PATH.read_text())["tools"]
@@ -113,20 +114,7 @@ def http_server(mock_url: str, *extra: str, tools: Path = TOOLS_PATH,
     proc = subprocess.Popen([sys.executable, *args], stderr=subprocess.PIPE, text=True,
                             env=env or child_env())
     try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        match = re.search(r"listening on (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert match, f"server did not start: {line!r}"
-        url = match.group(1)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url.removesuffix("/mcp") + "/v1/health", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "server not reachable"
-                time.sleep(0.05)
-        yield url
+        yield wait_listening(proc, r"listening on (http://127\.0\.0\.1:\d+/mcp)", "/v1/health")
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -99,13 +99,10 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        reaper = asyncio.get_running_loop().create_task(sessions.run_reaper())
         try:
-            yield
+            async with sessions.reaping():
+                yield
         finally:
-            reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reaper
             await sessions.aclose_all()
             closer = getattr(owned, "aclose", None)
             if closer is not None:

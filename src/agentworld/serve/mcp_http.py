@@ -15,7 +15,6 @@ Why episode addresses: stateless MCP clients (the SDK's default) carry no sessio
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -111,14 +110,8 @@ def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            reaper = asyncio.get_running_loop().create_task(sessions.run_reaper())
-            try:
-                yield
-            finally:
-                reaper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reaper
+        async with manager.run(), sessions.reaping():
+            yield
         await tool_server.aclose()
 
     app = Starlette(routes=[

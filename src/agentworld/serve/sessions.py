@@ -188,6 +188,17 @@ class SessionManager:
             with contextlib.suppress(SessionNotFound):
                 await self.close(sid)
 
+    @contextlib.asynccontextmanager
+    async def reaping(self) -> AsyncIterator[None]:
+        """Run :meth:`run_reaper` in the background for the duration of the block (a server's life)."""
+        reaper = asyncio.get_running_loop().create_task(self.run_reaper())
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+
     async def run_reaper(self, interval_s: float | None = None) -> None:
         """Expire idle sessions periodically until cancelled (so memory is freed without traffic)."""
         interval = interval_s or max(0.05, min(self.idle_timeout_s / 2, 30.0))
