@@ -57,6 +57,15 @@ def hierarchies() -> tuple[Mapping[str, Hierarchy], Mapping[str, str]]:
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError as exc:
         return {}, {c: f"cannot read /proc ({exc.strerror})" for c in CONTROLLERS}
+    return parse_hierarchies(own, mounts)
+
+
+def parse_hierarchies(own: list[str], mounts: list[str]) -> tuple[dict[str, Hierarchy], dict[str, str]]:
+    """:func:`hierarchies` from the lines of ``/proc/self/cgroup`` and ``/proc/self/mountinfo``.
+
+    A v1 hierarchy names its controllers in the mount options; the v2 one lists them in
+    ``cgroup.controllers`` of this process's own cgroup folder (read from disk).
+    """
     v1_paths: dict[str, str] = {}
     v2_path: str | None = None
     for line in own:
