@@ -161,11 +161,13 @@ def test_metadata_only_differences_keep_deterministic_high() -> None:
     s = TRAJECTORIES[1][4]  # ps listing
     pred = s.ground_truth.replace("4521", "812").replace("4533", "907").replace("00:00:00", "00:00:01")
     r = score_rules("terminal", pred, s.ground_truth, s)
-    assert not r.exact and r.deterministic == 100 and r.metadata_valid == 100
+    # the echo and prompt lines are frame now, so a listing has no deterministic content at all
+    assert not r.exact and r.deterministic is None and r.metadata_valid == 100 and r.line_f1 == 100
+    assert r.verified, "the content is the truth's up to runtime metadata"
     ls = TRAJECTORIES[0][0]
     pred = ls.ground_truth.replace("Mar 14 09:12", "Jan  2 17:40").replace(" 220 ", " 1337 ")
     r = score_rules("terminal", pred, ls.ground_truth, ls)
-    assert r.deterministic == 100 and r.metadata_valid == 100 and r.overall > 80
+    assert r.metadata_valid == 100 and r.line_f1 == 100 and r.overall > 80
 
 
 def test_altered_computation_lowers_deterministic() -> None:
@@ -174,7 +176,7 @@ def test_altered_computation_lowers_deterministic() -> None:
     assert r.deterministic is not None and r.deterministic < 80
     cat = TRAJECTORIES[0][2]  # reads the heredoc written one turn earlier
     assert score_rules("terminal", cat.ground_truth, cat.ground_truth, cat).details["tiers"] == {
-        "deterministic": 5}
+        "deterministic": 3}  # the file's three lines; echo and prompt are frame
     r = score_rules("terminal", cat.ground_truth.replace("beta 5", "beta 6"), cat.ground_truth, cat)
     assert r.deterministic is not None and r.deterministic < 100
 
@@ -182,7 +184,7 @@ def test_altered_computation_lowers_deterministic() -> None:
 def test_environment_content_is_not_deterministic() -> None:
     s = TRAJECTORIES[2][3]  # head /etc/os-release: pre-existing environment
     r = score_rules("terminal", s.ground_truth.replace("bookworm", "trixie"), s.ground_truth, s)
-    assert r.deterministic == 100 and r.details["tiers"]["environment"] == 2 and r.line_f1 < 100
+    assert r.deterministic is None and r.details["tiers"] == {"environment": 2} and r.line_f1 < 100
 
 
 def test_impossible_metadata_is_invalid() -> None:

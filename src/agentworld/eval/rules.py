@@ -6,7 +6,18 @@ echo, computation results, reads of files written earlier in the session) must m
 *pre-existing environment* content (listings, versions) only looks plausible; *runtime metadata*
 (timestamps, PIDs, ids, sizes, speeds) is checked for format and range. Each domain registers a
 small :class:`DomainRules` (how to cut a text into comparable units, how to classify them, how to
-check structure); domains without one use the generic rules.
+check structure, which units are *frame*, and what a predictor that knows only the frame writes);
+domains without one use the generic rules.
+
+**Frame and content.** An observation is split into its frame — what any predictor that knows
+the format gets right (terminal: the echoed command and the prompt lines) — and its content,
+what the environment added (terminal: what the command printed). Exact match, unit F1, the
+deterministic tier and metadata score the content only; structure scores the frame. When the
+truth has content, ``overall = content × (0.5 + 0.5 × structure / 100)``: a frame-only prediction
+scores about 0, and a perfect frame cannot make up for missing content. When the truth has none,
+the content part is whether the prediction has none either, and ``overall = content × structure /
+100``: the frame is all there is to get right. Trivial predictors (frame-only, empty, repeat the
+previous observation) anchor the scale: :mod:`agentworld.eval.baselines`.
 """
 
 from __future__ import annotations
@@ -26,9 +37,11 @@ from agentworld.schema import OBSERVATION_MARKER, BenchSample
 
 Tier = Literal["deterministic", "environment", "metadata"]
 
-WEIGHTS: dict[str, float] = {"exact": 0.10, "line_f1": 0.25, "deterministic": 0.35,
-                             "metadata_valid": 0.10, "structure": 0.20}
-"""Weights of ``overall``: a weighted mean over the parts that apply (None parts are left out)."""
+WEIGHTS: dict[str, float] = {"exact": 0.10, "line_f1": 0.20, "token_f1": 0.15, "deterministic": 0.35,
+                             "metadata_valid": 0.10}
+"""Weights of the content score: a weighted mean over the parts that apply (None parts are left out)."""
+FRAME_SHARE = 0.5
+"""When the truth has content, the share of ``overall`` that structure (the frame) can cost."""
 
 
 class RuleScore(BaseModel):
@@ -37,10 +50,21 @@ class RuleScore(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     exact: bool
+    """The content units are the truth's, in order."""
     line_f1: float
+    """F1 of the content units (lines; MCP: JSON leaves), runtime metadata masked."""
     deterministic: float | None
     metadata_valid: float | None
     structure: float
+    content: float
+    """Weighted mean of exact, unit F1, deterministic and metadata (:data:`WEIGHTS`)."""
+    has_content: bool
+    """Whether the truth has content beyond its frame."""
+    verified: bool
+    """The 0/1 rule verdict (``rule01``): every deterministic content unit of the truth is predicted
+    (without any: the content is the truth's up to runtime metadata); with no content in the truth,
+    the prediction has none either and its frame is the truth's. False for a frame-only prediction
+    whenever the truth has content."""
     overall: float
     details: dict[str, Any] = Field(default_factory=dict)
 
@@ -65,13 +89,26 @@ class Session:
         return frozenset(norm(mask(x).text) for t in texts for x in clean(t).splitlines() if x.strip())
 
 
+def no_frame(units: list[str], _: Session) -> list[bool]:
+    """Every unit is content (domains whose observations have no fixed frame)."""
+    return [False] * len(units)
+
+
+def empty_frame(_truth: str, _session: Session) -> str:
+    """The frame-only prediction of a domain without a frame: nothing."""
+    return ""
+
+
 @dataclass(frozen=True)
 class DomainRules:
-    """A domain's rules: units to compare, their tiers, and a structure check (0–100)."""
+    """A domain's rules: units to compare, their tiers, a structure check (0–100), which units are
+    frame, and the frame-only prediction (it may read the truth's *shape*, never its content)."""
 
     units: Callable[[str], list[str]]
     classify: Callable[[list[str], Session], list[Tier]]
     structure: Callable[[str, str, Session], tuple[float, dict[str, float]]]
+    frame: Callable[[list[str], Session], list[bool]] = no_frame
+    frame_only: Callable[[str, Session], str] = empty_frame
 
 
 RULES: dict[str, DomainRules] = {}
@@ -179,13 +216,37 @@ def terminal_structure(pred: str, truth: str, _: Session) -> tuple[float, dict[s
     checks["ends_with_prompt"] = float(ends_t == ends_p)
     checks["prompt_count"] = _ratio(len(pp), len(tp))
     loose = [x for x in p if re.match(r"^\S+@\S*:.*[#$]", x)]
-    checks["prompts_well_formed"] = len(pp) / len(loose) if loose else 1.0
+    if loose:  # vacuous without prompt-like lines: an empty prediction earns nothing here
+        checks["prompts_well_formed"] = len(pp) / len(loose)
     if tp:
         checks["cwd"] = float(bool(pp) and pp[-1].group("cwd") == tp[-1].group("cwd"))
     return 100 * sum(checks.values()) / len(checks), checks
 
 
-register_rules("terminal")(DomainRules(lines_of, terminal_tiers, terminal_structure))
+def terminal_frame(units: list[str], session: Session) -> list[bool]:
+    """Prompt lines (with or without an echoed command) and typed continuation lines (``> …``)."""
+    typed = {norm(x) for x in (terminal_keystrokes(session.action) or "").splitlines()}
+    return [bool(PROMPT_RE.match(u)) or (u.startswith(">") and norm(u.lstrip("> ")) in typed) for u in units]
+
+
+DEFAULT_PROMPT = "root@localhost:/app#"
+"""The frame-only predictor's prompt on a first turn (no earlier screen to read it from)."""
+
+
+def terminal_frame_only(_truth: str, session: Session) -> str:
+    """The echoed keystrokes after the last prompt on the previous screen, then that prompt again."""
+    prompt = DEFAULT_PROMPT
+    if session.history:
+        screen = lines_of(clean(session.history[-1][1]))
+        bare = [x for x in screen if (m := PROMPT_RE.match(x)) and not m.group("cmd")]
+        prompt = bare[-1] if bare else prompt
+    keys = (terminal_keystrokes(session.action) or "").rstrip("\n").split("\n")
+    lines = [f"{prompt} {keys[0]}".rstrip(), *(f"> {k}" for k in keys[1:]), prompt]
+    return "\n".join(lines)
+
+
+register_rules("terminal")(DomainRules(lines_of, terminal_tiers, terminal_structure, terminal_frame,
+                                       terminal_frame_only))
 
 
 # -- mcp -------------------------------------------------------------------------------------------
@@ -240,7 +301,13 @@ def json_structure(pred: str, truth: str, session: Session) -> tuple[float, dict
     return 100 * sum(checks.values()) / len(checks), checks
 
 
-register_rules("mcp")(DomainRules(mcp_units, mcp_tiers, json_structure))
+def mcp_frame_only(truth: str, _: Session) -> str:
+    """An empty result of the truth's shape: ``{}`` or ``[]`` for JSON, else nothing."""
+    value = _json(truth)
+    return "{}" if isinstance(value, dict) else "[]" if isinstance(value, list) else ""
+
+
+register_rules("mcp")(DomainRules(mcp_units, mcp_tiers, json_structure, frame_only=mcp_frame_only))
 
 
 # -- search and GUI trees --------------------------------------------------------------------------
@@ -284,30 +351,50 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
                 sample: BenchSample | None = None) -> RuleScore:
     """Score one prediction against its ground truth with the domain's rules (generic fallback).
 
-    ``line_f1`` compares lines with runtime metadata masked (``details["line_f1_raw"]`` without);
-    ``overall`` is the :data:`WEIGHTS`-weighted mean of exact (0/100), line F1, deterministic,
-    metadata validity and structure, over the parts that apply.
+    Content units (the domain's units minus its frame) are compared with runtime metadata masked
+    (``details["line_f1_raw"]``: whole lines, unmasked); see the module docstring for ``overall``.
     """
     rules = RULES.get(domain, GENERIC)
     session = Session.of(domain, sample)
     pred, truth = clean(prediction), clean(ground_truth)
-    exact = lines_of(pred) == lines_of(truth)
-    line_f1 = multiset_f1(lines_of(mask(pred).text), lines_of(mask(truth).text))
     t_units, p_units = rules.units(truth), rules.units(pred)
+    t_frame, p_frame = rules.frame(t_units, session), rules.frame(p_units, session)
+    t_content = [u for u, f in zip(t_units, t_frame, strict=True) if not f]
+    p_content = [u for u, f in zip(p_units, p_frame, strict=True) if not f]
+    has_content = bool(t_content)
+    t_masked, p_masked = [norm(mask(u).text) for u in t_content], [norm(mask(u).text) for u in p_content]
+    exact = [norm(u) for u in p_content] == [norm(u) for u in t_content]
+    line_f1 = multiset_f1(p_masked, t_masked)
     tiers = rules.classify(t_units, session)
-    det = [norm(mask(u).text) for u, tier in zip(t_units, tiers, strict=True) if tier == "deterministic"]
-    have = Counter(norm(mask(u).text) for u in p_units)
-    deterministic = 100.0 * sum((Counter(det) & have).values()) / len(det) if det else None
-    meta = check_metadata(mask(pred), mask(truth))
+    det = [norm(mask(u).text) for u, tier, f in zip(t_units, tiers, t_frame, strict=True)
+           if tier == "deterministic" and not f]
+    deterministic = 100.0 * sum((Counter(det) & Counter(p_masked)).values()) / len(det) if det else None
+    meta = check_metadata(mask("\n".join(p_content)), mask("\n".join(t_content)))
     structure, checks = rules.structure(pred, truth, session)
-    parts = {"exact": 100.0 * exact, "line_f1": line_f1, "deterministic": deterministic,
-             "metadata_valid": meta.score, "structure": structure}
+    token_f1 = multiset_f1([w for u in p_masked for w in u.split()], [w for u in t_masked for w in u.split()])
+    parts = {"exact": 100.0 * exact, "line_f1": line_f1, "token_f1": token_f1, "deterministic": deterministic,
+             "metadata_valid": meta.score}
     used = {k: v for k, v in parts.items() if v is not None}
-    overall = sum(WEIGHTS[k] * v for k, v in used.items()) / sum(WEIGHTS[k] for k in used)
+    content = sum(WEIGHTS[k] * v for k, v in used.items()) / sum(WEIGHTS[k] for k in used)
+    if has_content:
+        overall = content * (1 - FRAME_SHARE + FRAME_SHARE * structure / 100)
+        verified = bool(p_content) and (deterministic == 100.0 if det else p_masked == t_masked)
+    else:
+        frame = [norm(mask(u).text) for u, f in zip(p_units, p_frame, strict=True) if f]
+        t_frame_units = [norm(mask(u).text) for u in t_units]
+        overall = content * multiset_f1(frame, t_frame_units) / 100
+        verified = not p_content and frame == t_frame_units
     details = {"line_f1_raw": round(multiset_f1(lines_of(pred), lines_of(truth)), 2),
-               "tiers": dict(Counter(tiers)), "metadata": meta.per_kind, "structure": checks,
-               "weights": {k: WEIGHTS[k] for k in used}, "rules": domain if domain in RULES else "generic"}
+               "tiers": dict(Counter(t for t, f in zip(tiers, t_frame, strict=True) if not f)),
+               "frame_units": sum(t_frame), "content_units": len(t_content), "metadata": meta.per_kind,
+               "structure": checks, "weights": {k: WEIGHTS[k] for k in used},
+               "rules": domain if domain in RULES else "generic"}
     r2 = lambda v: None if v is None else round(v, 2)  # noqa: E731
     return RuleScore(exact=exact, line_f1=round(line_f1, 2), deterministic=r2(deterministic),
-                     metadata_valid=r2(meta.score), structure=round(structure, 2), overall=round(overall, 2),
-                     details=details)
+                     metadata_valid=r2(meta.score), structure=round(structure, 2), content=round(content, 2),
+                     has_content=has_content, verified=verified, overall=round(overall, 2), details=details)
+
+
+def frame_only_prediction(domain: str, ground_truth: str, sample: BenchSample | None = None) -> str:
+    """What a predictor that knows the domain's frame and nothing of the content writes."""
+    return RULES.get(domain, GENERIC).frame_only(clean(ground_truth), Session.of(domain, sample))
