@@ -89,6 +89,26 @@ def test_rule_reward_uses_prompt_and_history() -> None:
                 domain=["terminal"]) == [1.0]
 
 
+def test_frame_only_prediction_earns_no_rule_reward() -> None:
+    rule = RuleReward()
+    action = '**Action:**\n```json\n[{"keystrokes": "cat notes.txt\\n", "duration": 0.5}]\n```'
+    before = "root@c0ffee:/app# echo buy milk > notes.txt\nroot@c0ffee:/app#"
+    truth = "root@c0ffee:/app# cat notes.txt\nbuy milk\nroot@c0ffee:/app#"
+    earlier = action.replace("cat notes.txt", "echo buy milk > notes.txt")
+    columns = {"ground_truth": [truth] * 3, "action": [action] * 3, "domain": ["terminal"] * 3,
+               "history": [json.dumps([[earlier, before]])] * 3}
+    frame_only = "root@c0ffee:/app# cat notes.txt\nroot@c0ffee:/app#"
+    wrong = "root@c0ffee:/app# cat notes.txt\nbuy eggs\nroot@c0ffee:/app#"
+    rewards = rule([None] * 3, [f"<{TAG}>{t}</{TAG}>" for t in (truth, frame_only, wrong)], **columns)
+    assert rewards == [1.0, 0.0, 0.0]
+    # a turn with nothing printed: the frame is the whole answer, and a wrong prompt costs it
+    cd = action.replace("cat notes.txt", "cd /tmp")
+    quiet = "root@c0ffee:/app# cd /tmp\nroot@c0ffee:/tmp#"
+    stale = "root@c0ffee:/app# cd /tmp\nroot@c0ffee:/app#"
+    assert rule([None] * 2, [f"<{TAG}>{quiet}</{TAG}>", f"<{TAG}>{stale}</{TAG}>"], ground_truth=[quiet] * 2,
+                action=[cd] * 2, domain=["terminal"] * 2) == [1.0, 0.0]
+
+
 def test_judge_failure_gives_none() -> None:
     judge = ScriptedBackend(default="not a verdict")
     rubric = RubricReward(judge, retries=2)

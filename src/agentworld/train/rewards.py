@@ -20,9 +20,12 @@ non-negative score).
 
 * ``rubric01 = (total_score - 1) / 4`` in [0, 1], where ``total_score`` is the judge's mean of the
   five 1–5 rubric dimensions (so its sum spans 5–25: the "[0, 25]" scale of the report).
-* ``rule01`` in {0, 1}: 1 when every *deterministic* truth line (:func:`score_rules`) appears in the
-  prediction (``deterministic == 100``), or — when the truth has no deterministic lines — when the
-  prediction matches the truth exactly line by line; else 0.
+* ``rule01`` in {0, 1}: :attr:`RuleScore.verified` of :func:`score_rules`, the same content-based
+  scoring as evaluation: 1 when every *deterministic content* unit of the truth appears in the
+  prediction, or — when the truth has none — when the prediction's content is the truth's up to
+  runtime metadata; when the truth has no content at all, when the prediction has none either and
+  its frame is the truth's. A frame-only prediction (terminal: echo + prompt) earns 0 whenever the
+  truth has content.
 * ``hybrid = scale * (0.9 * rubric01 + 0.1 * rule01)``. ``scale=1`` (default) gives [0, 1];
   ``scale=25`` puts both parts on the report's [0, 25] range. Under GRPO/GSPO's group-normalised
   advantages a constant scale does not change the update, so the default stays in [0, 1].
@@ -44,7 +47,7 @@ from typing import Any
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.eval.infer import BACKEND_ERRORS
 from agentworld.eval.judge import rubric_messages
-from agentworld.eval.rules import lines_of, score_rules
+from agentworld.eval.rules import score_rules
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import JudgeParseError, parse_judge, split_thinking
 from agentworld.schema import BenchSample
@@ -128,10 +131,7 @@ class RuleReward:
         if prediction is None:
             return 0.0
         sample = sample_of(0, ground_truth, domain, action, history, prompt)
-        rules = score_rules(sample.domain, prediction, ground_truth, sample)
-        if rules.deterministic is not None:
-            return 1.0 if rules.deterministic >= 100.0 else 0.0
-        return 1.0 if lines_of(prediction) == lines_of(ground_truth) else 0.0
+        return float(score_rules(sample.domain, prediction, ground_truth, sample).verified)
 
     def __call__(self, prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
         n = len(completions)
