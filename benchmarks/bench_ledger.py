@@ -27,12 +27,14 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from statistics import fmean
 
 from agentworld.corpus import corpus_path
 from agentworld.domains.actions import PROMPT_RE, terminal_state
+from agentworld.eval.rules import score_rules
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
-from agentworld.schema import OBSERVATION_MARKER, read_bench_jsonl
+from agentworld.schema import OBSERVATION_MARKER, BenchSample, read_bench_jsonl
 from agentworld.sim import Simulator, WorldSpec
 
 Injector = Callable[[str, random.Random], str | None]
@@ -107,6 +109,8 @@ class Tally:
     damaged: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
     survived_kinds: Counter[str] = field(default_factory=Counter)
+    rules: list[float] = field(default_factory=list)
+    """Rule-tier overall of each final observation against the real one (the evaluation's scoring)."""
 
 
 def plan(rows_prompt: list[str], rows_response: list[str], traj: str, seed: int, rate: float) -> list[Turn]:
@@ -170,9 +174,12 @@ def run(trajectories: list[tuple[str, list[str], list[str]]], ledger: bool, seed
         screen = terminal_state(prompts[0])
         sim = Simulator(model, ledger=ledger, max_reasks=1)
         sim.reset(WorldSpec(domain="terminal", name=traj, initial_state=screen or ""), seed=seed)
-        for turn, action in zip(turns, prompts, strict=True):
+        for k, (turn, action) in enumerate(zip(turns, prompts, strict=True)):
             script.turn, script.asks = turn, 0
             result = sim.step(_steps(action))
+            sample = BenchSample(task="terminal", id=f"{traj}-t{k + 1}", prompt=prompts[:k + 1],
+                                 response=responses[:k + 1], turn_idx=k + 1)
+            tally.rules.append(score_rules("terminal", result.observation, turn.real, sample).overall)
             tally.turns += 1
             tally.reasks += max(0, script.asks - 1)
             tally.repairs += int(result.repaired)
@@ -214,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                         ("damaged clean turns", off.damaged, on.damaged)]:
         print(f"{label:28}{a:>12}{b:>12}")
     print(f"{'contradiction rate / turn':28}{rate_off:>12.4f}{rate_on:>12.4f}")
+    print(f"{'rule tier (mean overall)':28}{fmean(off.rules):>12.2f}{fmean(on.rules):>12.2f}")
     for kind in sorted(off.kinds):
         print(f"  survived {kind:17}{off.survived_kinds[kind]:>6}/{off.kinds[kind]:<5}"
               f"{on.survived_kinds[kind]:>6}/{on.kinds[kind]:<5}")

@@ -19,10 +19,9 @@ demo therefore
 * makes the response tags single tokens and decodes greedily until the closing tag
   (:func:`agentworld.train.tiny.build_tiny`'s ``stop_tags``), the same before and after.
 
-Two trivial predictors scored on the same rows (an empty observation, and a repeat of the previous
-observation) show what the rule tier gives for free: the tiny model learns the observation's shape
-(tag, header, prompt lines) but not yet to copy the command or its output, so it stays well below
-the repeat baseline.
+The trivial predictors of :mod:`agentworld.eval.baselines` (frame-only: the echoed command and the
+prompt; empty; repeat the previous observation) are scored on the same rows, and the model's rule
+tier is also shown as skill over the frame-only one.
 """
 
 from __future__ import annotations
@@ -75,10 +74,11 @@ class TrainDemoResult:
     closed_before: float
     """Share of held-out predictions with a complete ``<predicted_observation>`` block."""
     closed_after: float
-    rules_empty: float
-    """Rule tier of an empty prediction on the same rows (a trivial predictor)."""
-    rules_previous: float
-    """Rule tier of repeating the previous observation (a trivial predictor)."""
+    baselines: dict[str, float]
+    """Rule tier of each trivial predictor (:mod:`agentworld.eval.baselines`) on the same rows."""
+    skill_before: float | None
+    """``rules_before`` as skill over the frame-only baseline, ``(s - b) / (100 - b)``."""
+    skill_after: float | None
     predicted: int
     seconds: float
     cpu_seconds: float
@@ -148,6 +148,7 @@ def _mean(values: list[float]) -> float:
 def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> TrainDemoResult:
     """Build, measure, train, measure again; print the table and write the report."""
     from agentworld.corpus import corpus_path
+    from agentworld.eval.baselines import mean_baselines, skill
     from agentworld.train.config import SFTConfig
     from agentworld.train.sft import build_rows, run_sft
     from agentworld.train.tiny import build_tiny
@@ -173,15 +174,15 @@ def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> T
     console.rule("4. held-out rule tier after training")
     after = predict(Path(result.output_dir) / "final", probe, config.max_new_tokens)
     scores_before, scores_after = rule_scores(before, samples), rule_scores(after, samples)
-    previous = [s.history()[-1][1] if s.history() else "" for s in samples]
+    trivial = mean_baselines(samples)
     demo = TrainDemoResult(
         steps=result.steps, train_rows=result.train_rows, eval_rows=result.eval_rows,
         eval_loss_before=result.eval_loss_before, eval_loss_after=result.eval_loss_after,
         rules_before=_mean(scores_before), rules_after=_mean(scores_after),
         closed_before=_mean([float(_closed(t)) for t in before]),
         closed_after=_mean([float(_closed(t)) for t in after]),
-        rules_empty=_mean(rule_scores([""] * len(samples), samples)),
-        rules_previous=_mean(rule_scores([f"<{TAG}>\n{p}\n</{TAG}>" for p in previous], samples)),
+        baselines=trivial, skill_before=skill(_mean(scores_before), trivial["frame_only"]),
+        skill_after=skill(_mean(scores_after), trivial["frame_only"]),
         predicted=len(probe), seconds=time.monotonic() - started,
         cpu_seconds=time.process_time() - cpu_started)
     _show(demo, console)
@@ -209,9 +210,12 @@ def _show(demo: TrainDemoResult, console: Console) -> None:
     table.add_row(f"rule tier, greedy predictions (0-100, {demo.predicted} turns)",
                   f"{demo.rules_before:.2f}", f"{demo.rules_after:.2f}")
     table.add_row(f"closed <{TAG}> blocks", f"{demo.closed_before:.0%}", f"{demo.closed_after:.0%}")
+    table.add_row("skill over frame-only (0 = knows only the format, 1 = perfect)", _fmt(demo.skill_before),
+                  _fmt(demo.skill_after))
     console.print(table)
-    console.print(f"trivial predictors on the same turns: empty observation {demo.rules_empty:.2f}, "
-                  f"previous observation repeated {demo.rules_previous:.2f}")
+    b = demo.baselines
+    console.print(f"trivial predictors on the same turns: frame-only (echo + prompt) {b['frame_only']:.2f}, "
+                  f"empty {b['empty']:.2f}, previous observation repeated {b['repeat_previous']:.2f}")
 
 
 def _report(demo: TrainDemoResult) -> str:
@@ -222,6 +226,6 @@ def _report(demo: TrainDemoResult) -> str:
             "</head><body><h1>Tiny world model trained on real terminal recordings</h1>"
             "<p>Held-out trajectories, before vs after SFT: loss of the target (the tagged observation) and "
             "the judge-free rule tier of greedy predictions (decoded to the closing tag, same settings "
-            "before and after), beside two trivial predictors (rules_empty, rules_previous). Every "
-            "prediction is in predictions.jsonl.</p>"
+            "before and after), beside the trivial predictors (baselines) and as skill over frame-only. "
+            "Every prediction is in predictions.jsonl.</p>"
             f"<table>{rows}</table></body></html>")
