@@ -231,3 +231,32 @@ def test_search_and_tree_structure_and_generic_fallback() -> None:
     assert score_rules("android", "[1] text 'hello'", tree).structure < 50
     assert "nosuchdomain" not in RULES
     assert score_rules("nosuchdomain", "a\nb", "a\nb").overall == 100
+
+
+def test_frame_only_and_structure_only_predictions_score_near_zero_when_the_truth_has_output() -> None:
+    s = TRAJECTORIES[0][4]  # python3 -c 'print(sum(range(101)))' -> 5050
+    frame_lines = [x for x in s.ground_truth.splitlines() if x.startswith(HOST)]
+    frame = "\n".join(frame_lines)
+    r = score_rules("terminal", frame, s.ground_truth, s)
+    assert r.has_content and r.structure == 100 and r.content == 0 and r.overall == 0 and not r.verified
+    truth = score_rules("terminal", s.ground_truth, s.ground_truth, s)
+    assert truth.overall == 100 and truth.verified and truth.details["frame_units"] == len(frame_lines)
+
+
+def test_missing_metadata_is_missing_not_valid() -> None:
+    s = TRAJECTORIES[0][5]  # date
+    stamp = re.search(r"\d\d:\d\d:\d\d", s.ground_truth)
+    assert stamp is not None
+    without = s.ground_truth.replace(stamp.group(0), "")
+    r = score_rules("terminal", without, s.ground_truth, s)
+    assert r.metadata_valid == 0
+
+
+def test_a_turn_without_output_is_scored_on_printing_nothing_and_its_frame() -> None:
+    cd = session("cd", "/app", [("cd /tmp\n", f"{p()} cd /tmp\n{p('/tmp')}")])[0]
+    assert not score_rules("terminal", cd.ground_truth, cd.ground_truth, cd).has_content
+    chatty = score_rules("terminal", f"{p()} cd /tmp\nchanged directory\n{p('/tmp')}", cd.ground_truth, cd)
+    stale = score_rules("terminal", f"{p()} cd /tmp\n{p()}", cd.ground_truth, cd)
+    empty = score_rules("terminal", "", cd.ground_truth, cd)
+    assert chatty.overall == 0 and empty.overall == 0 and 0 < stale.overall < 100
+    assert not stale.verified and not chatty.verified
