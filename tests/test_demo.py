@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from agentworld.demo import DemoConfig, run_demo
+from agentworld.eval.baselines import BASELINES, skill
 from agentworld.io import read_journal
 
 pytestmark = [
@@ -34,7 +35,13 @@ def test_demo_records_simulates_scores_and_reports(tmp_path: Path) -> None:
     own = {r["id"].rpartition("-t")[0] for r in rows}
     neighbours = [str(p["meta"]["neighbour"]).partition("#")[0] for p in preds]
     assert all(neighbours) and not any(n.rpartition("-t")[0] in own for n in neighbours), neighbours
-    rules = json.loads((report.parent / "scores.json").read_text())["rules"]["terminal"]
+    scores = json.loads((report.parent / "scores.json").read_text())
+    rules = scores["rules"]["terminal"]
     assert 0 < rules["overall"] < 100
+    tier = scores["rule_tier"]["domains"]["terminal"]
+    assert tier["overall"] == pytest.approx(rules["overall"], abs=0.01) and tier["n"] == len(rows)
+    assert tier["skill_over_frame_only"] == skill(tier["overall"], tier["baselines"]["frame_only"])
+    assert all(name in text for name in (*BASELINES, "skill_over_frame_only"))
+    assert "frame_only" in report.read_text("utf-8")
     run_demo(config, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115 - resumes, records nothing
     assert len(list(read_journal(tmp_path / "demo" / "data" / "terminal_test.jsonl"))) == len(rows)

@@ -93,7 +93,7 @@ def test_tables_printed_into_a_pipe_keep_every_header_and_number(tmp_path: Path)
     """Captured output is not a terminal (like CI logs or ``| tee``): nothing may be cut to 80 columns."""
     from agentworld.cli import app as root
     from agentworld.eval import EvalConfig, run_eval
-    from agentworld.eval.score import RUBRIC_HEAD, RULE_COLUMNS
+    from agentworld.eval.score import RUBRIC_HEAD, RULE_COLUMNS, SPEARMAN_HEAD, TIER_HEAD
     from test_eval_helpers import bench_rows, scripted_judge, scripted_model, write_bench
 
     write_bench(tmp_path / "data", bench_rows(2))
@@ -109,9 +109,33 @@ def test_tables_printed_into_a_pipe_keep_every_header_and_number(tmp_path: Path)
         assert result.exit_code == 0, result.output
         words = result.output.split()
         assert "…" not in result.output
-        assert all(head in words for head in (*RUBRIC_HEAD, *RULE_COLUMNS)), result.output
+        heads = (*RUBRIC_HEAD, *RULE_COLUMNS, *TIER_HEAD, SPEARMAN_HEAD)
+        assert all(head in words for head in heads), result.output
         numbers = [v for d in scores["domains"].values() for v in d.values() if isinstance(v, float)]
         numbers += [v for d in scores["rules"].values() for v in d.values()]
+        numbers += [v for d in scores["rule_tier"]["domains"].values() for v in d["baselines"].values()]
         assert numbers and all(f"{v:.2f}" in words for v in numbers), result.output
         for name, domain in scores["domains"].items():
             assert f"{domain['valid']}/{domain['n']}" in words and name in words
+
+
+def test_cli_score_json_carries_baselines_skill_and_calibration(tmp_path: Path) -> None:
+    """A model that predicts the truth: rule overall 100, skill 1, beside the frame-only baseline."""
+    from agentworld.cli import app as root
+    from agentworld.eval import EvalConfig, run_eval
+    from test_eval_helpers import bench_rows, scripted_judge, scripted_model, write_bench
+
+    write_bench(tmp_path / "data", bench_rows(2))
+    config = EvalConfig(data=[tmp_path / "data"], out=tmp_path / "run", model="scripted",
+                        judge_model="scripted", progress=False)
+    run_eval(config, model=scripted_model(), judge=scripted_judge())
+    result = CliRunner().invoke(root, ["eval", "score", "--run", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["rules"]["terminal"]["overall"] == 100.0  # the old keys stay
+    for line in (out["rule_tier"]["domains"]["terminal"], out["rule_tier"]["overall"]):
+        assert line["n"] == 6 and line["overall"] == 100.0
+        assert set(line["baselines"]) == {"frame_only", "empty", "repeat_previous"}
+        assert line["skill_over_frame_only"] == 1.0
+    spearman = out["rule_tier"]["domains"]["terminal"]["rule_rubric_spearman"]
+    assert spearman == {"rho": None, "n": 6}  # every rule score is 100: a constant has no rank correlation

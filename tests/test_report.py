@@ -102,6 +102,9 @@ def test_report_parses_and_holds_charts_tables_and_samples(tmp_path: Path) -> No
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page  # … because it was escaped
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "stale" not in text  # journal: last row wins
     assert 'class="chg"' in page and '<mark class="x">' in page  # differences highlighted
+    for needle in ("against trivial baselines", "frame_only", "empty", "repeat_previous",
+                   "skill over frame_only", "rule/rubric Spearman", "– (n=2)", "– (n=1)"):
+        assert needle in text, needle
 
 
 def test_report_uses_scores_json_and_works_without_data(tmp_path: Path) -> None:
@@ -115,3 +118,23 @@ def test_report_uses_scores_json_and_works_without_data(tmp_path: Path) -> None:
     page = write_report(run, tmp_path / "custom.html").read_text("utf-8")
     assert "12.34" in page and "56.78" in page and "predictions only" in page
     assert "No rule scores" in page and page.count('<details class="s"') == 4
+
+
+def _tier_cells(page: str) -> list[list[str]]:
+    """The rows of the baseline table, as cell texts."""
+    table = page.split("against trivial baselines", 1)[1].split("</table>", 1)[0]
+    return [[c.split("</td>")[0] for c in row.split("<td>")[1:]] for row in table.split("<tr>")[2:]]
+
+
+def test_report_shows_baselines_and_skill_even_with_an_old_scores_json(tmp_path: Path) -> None:
+    """A scores.json written before the rule tier had baselines: they are computed from the data."""
+    from agentworld.eval.baselines import mean_baselines
+
+    run = make_run(tmp_path)
+    (run / "scores.json").write_text(json.dumps({"domains": {}, "overall": {}}))
+    page = write_report(run).read_text("utf-8")
+    rows = {row[0]: row for row in _tier_cells(page)}
+    assert set(rows) == {"terminal", "mcp", "overall"}
+    expected = mean_baselines(_samples()[:3])
+    assert rows["terminal"][3:6] == [f"{expected[b]:.1f}" for b in ("frame_only", "empty", "repeat_previous")]
+    assert rows["overall"][1] == "4" and rows["overall"][-1] == "–"  # no pooled correlation across domains

@@ -22,13 +22,13 @@ BASELINES: tuple[str, ...] = ("frame_only", "empty", "repeat_previous")
 def baseline_predictions(sample: BenchSample) -> dict[str, str]:
     """The trivial predictions for ``sample``, by :data:`BASELINES` name."""
     history = sample.history()
-    return {"frame_only": frame_only_prediction(sample.task, sample.ground_truth, sample), "empty": "",
+    return {"frame_only": frame_only_prediction(sample.domain, sample.ground_truth, sample), "empty": "",
             "repeat_previous": history[-1][1] if history else ""}
 
 
 def baseline_scores(sample: BenchSample) -> dict[str, float]:
     """Rule-tier overall (0–100) of each trivial prediction for ``sample``."""
-    return {name: score_rules(sample.task, text, sample.ground_truth, sample).overall
+    return {name: score_rules(sample.domain, text, sample.ground_truth, sample).overall
             for name, text in baseline_predictions(sample).items()}
 
 

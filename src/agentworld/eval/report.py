@@ -18,6 +18,8 @@ from statistics import mean
 from typing import Any
 
 from agentworld.errors import AgentWorldError
+from agentworld.eval.baselines import BASELINES
+from agentworld.eval.ruletier import rule_tier
 from agentworld.eval.score import score_rows
 from agentworld.io import atomic_write_text, read_journal
 from agentworld.models.parsing import SCORE_DIMENSIONS
@@ -139,6 +141,29 @@ def rule_table(rules: dict[str, dict[str, Any]], domain_of: dict[str, str]) -> s
         rows.append([e(dom), str(len(by[dom])), *cols])
     return _table(["domain", "n", "exact %", "line F1", "deterministic", "metadata valid", "structure",
                    "overall"], rows)
+
+
+def tier_table(tier: dict[str, Any] | None) -> str:
+    """The model's rule overall beside the trivial baselines on the same samples, its skill over
+    frame-only and (with a rubric) the rule/rubric Spearman: what the rule numbers above are worth."""
+    if not tier:
+        return '<p class="note">No baselines (the run\'s data or rule scores are not readable).</p>'
+    lines = [*tier.get("domains", {}).items(), ("overall", tier.get("overall") or {})]
+    calibrated = any(v.get("rule_rubric_spearman") for _, v in lines)
+    rows = []
+    for name, line in lines:
+        base = line.get("baselines") or {}
+        row = [e(name), str(line.get("n", "–")), _fmt(line.get("overall")),
+               *(_fmt(base.get(b)) for b in BASELINES), _fmt(line.get("skill_over_frame_only"), 2)]
+        if calibrated:
+            corr = line.get("rule_rubric_spearman")
+            row.append("–" if not corr else f"{_fmt(corr.get('rho'), 2)} (n={corr.get('n', 0)})")
+        rows.append(row)
+    head = ["domain", "n", "model", *BASELINES, "skill over frame_only",
+            *(["rule/rubric Spearman"] if calibrated else [])]
+    return ('<p class="note">Rule overall (0–100) of the model and of trivial predictors on the same '
+            "samples; skill = (model − frame_only) / (100 − frame_only): 0 is no better than knowing the "
+            "format, 1 is perfect.</p>" + _table(head, rows))
 
 
 def _order(names: Any) -> list[str]:
@@ -266,7 +291,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         scores = json.loads((run_dir / "scores.json").read_text("utf-8"))
     else:
         counts = Counter(s.domain for s in samples) or Counter(domain_of[i] for i in ids)
-        scores = score_rows(counts, preds.values(), judged.values(), rules.values()).to_json()
+        scores = score_rows(counts, preds.values(), judged.values(), rules.values(),
+                            samples=samples).to_json()
+    if "rule_tier" not in scores and samples:
+        tier = rule_tier(samples, rules.values(), judged.values())
+        scores["rule_tier"] = tier.model_dump(mode="json") if tier else None
     domains: dict[str, dict[str, Any]] = scores.get("domains", {})
     views = [sample_view(i, domain_of[i], preds[i], judged.get(i), (rules.get(i) or {}).get("rule"),
                          truth.get(i)) for i in ids]
@@ -281,6 +310,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                   _domain_table(domains)]
     parts = [_header(run_dir, cfg, note), *rubric,
              "<h2>Rule tier (judge-free)</h2>", rule_table(rules, domain_of),
+             "<h2>Rule tier against trivial baselines</h2>", tier_table(scores.get("rule_tier")),
              _filters(_order(domain_of[i] for i in ids), len(ids)), *views]
     title = e(str(cfg.get("model", run_dir.name)))
     page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld report — {title}'

@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.eval.baselines import BASELINES
 from agentworld.eval.infer import read_rows
+from agentworld.eval.ruletier import RuleTier, rule_tier
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.schema import DOMAIN_NAMES, BenchSample
 
@@ -76,6 +78,8 @@ class ScoreReport(BaseModel):
     judge: dict[str, Any] = Field(default_factory=dict)
     model: dict[str, Any] = Field(default_factory=dict)
     rules: dict[str, dict[str, float]] = Field(default_factory=dict)
+    rule_tier: RuleTier | None = None
+    """The rule overall beside the trivial baselines, skill and rubric calibration (needs the samples)."""
     turing: dict[str, Any] | None = None
     reference: dict[str, Any] | None = None
 
@@ -183,13 +187,18 @@ def _domain_score(n: int, preds: list[Mapping[str, Any]], judged: list[Mapping[s
 
 def score_rows(counts: Mapping[str, int], predictions: Iterable[Mapping[str, Any]],
                judgments: Iterable[Mapping[str, Any]], rules: Iterable[Mapping[str, Any]] = (),
-               **meta: dict[str, Any]) -> ScoreReport:
-    """The report of a run from its journal rows; ``counts`` = samples per domain in the run."""
+               *, samples: Sequence[BenchSample] = (), **meta: dict[str, Any]) -> ScoreReport:
+    """The report of a run from its journal rows; ``counts`` = samples per domain in the run.
+
+    With ``samples`` (the run's samples, ground truth included) the rule tier is also put beside the
+    trivial baselines (``rule_tier``); without them only its means (``rules``) are reported.
+    """
     preds: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     judged: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in predictions:
         preds[str(row["domain"])].append(row)
     judged_rows = list(judgments)
+    rule_rows = list(rules)
     for row in judged_rows:
         judged[str(row["domain"])].append(row)
     domains = {d: _domain_score(counts[d], preds[d], judged[d]) for d in _domain_order(counts)}
@@ -197,7 +206,8 @@ def score_rows(counts: Mapping[str, int], predictions: Iterable[Mapping[str, Any
               if not r.get("failed") and r.get("mode", "rubric") == "rubric"]
     modes = {str(r.get("mode")) for r in judged_rows}
     ab = {mode: ab_summary(mode, judged_rows, counts) for mode in ("turing", "reference") if mode in modes}
-    return ScoreReport(domains=domains, overall=overall(domains, totals), rules=rule_means(rules),
+    return ScoreReport(domains=domains, overall=overall(domains, totals), rules=rule_means(rule_rows),
+                       rule_tier=rule_tier(samples, rule_rows, judged_rows),
                        turing=ab.get("turing"), reference=ab.get("reference"), **meta)
 
 
@@ -209,7 +219,8 @@ def score_run_rows(run_dir: Path, samples: list[BenchSample], meta: dict[str, di
     def rows(name: str) -> list[dict[str, Any]]:
         return [r for r in read_rows(run_dir / name).values() if r["id"] in ids]
 
-    return score_rows(counts, rows("predictions.jsonl"), rows("judgments.jsonl"), rows("rules.jsonl"), **meta)
+    return score_rows(counts, rows("predictions.jsonl"), rows("judgments.jsonl"), rows("rules.jsonl"),
+                      samples=samples, **meta)
 
 
 def _fmt(value: float | None) -> str:
@@ -221,6 +232,10 @@ RULES_TITLE = "Rule tier, no judge (0-100; exact = % of samples matching exactly
 RUBRIC_HEAD = ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS), "Total", "Trunc", "NoGen",
                "PredErr", "JudgeFail")
 RULE_COLUMNS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
+TIER_TITLE = ("Rule tier against trivial baselines (rule overall 0-100, same samples; "
+              "skill = (model - frame_only) / (100 - frame_only))")
+TIER_HEAD = ("Domain", "N", "model", *BASELINES, "skill_over_frame_only")
+SPEARMAN_HEAD = "rule_rubric_spearman(n)"
 
 
 def _judged(report: ScoreReport) -> bool:
@@ -239,6 +254,21 @@ def _rubric_rows(report: ScoreReport) -> list[list[str]]:
 def _rule_rows(report: ScoreReport) -> list[list[str]]:
     return [[name, str(report.domains[name].n if name in report.domains else 0),
              *(_fmt(means.get(c)) for c in RULE_COLUMNS)] for name, means in report.rules.items()]
+
+
+def _tier_table(tier: RuleTier) -> tuple[list[str], list[list[str]]]:
+    """Head and rows of the baseline table; the Spearman column only when the run has a rubric."""
+    calibrated = any(line.rule_rubric_spearman is not None for line in tier.domains.values())
+    head = [*TIER_HEAD, *([SPEARMAN_HEAD] if calibrated else [])]
+    rows = []
+    for name, line in [*tier.domains.items(), ("overall", tier.overall)]:
+        row = [name, str(line.n), _fmt(line.overall), *(_fmt(line.baselines.get(b)) for b in BASELINES),
+               _fmt(line.skill_over_frame_only)]
+        if calibrated:
+            corr = line.rule_rubric_spearman
+            row.append("-" if corr is None else f"{_fmt(corr.rho)}({corr.n})")
+        rows.append(row)
+    return head, rows
 
 
 def _summary(report: ScoreReport) -> list[str]:
@@ -284,6 +314,8 @@ def render_text(report: ScoreReport) -> str:
     lines += _summary(report)
     if report.rules:
         lines += ["", *plain_table(RULES_TITLE, ("Domain", "N", *RULE_COLUMNS), _rule_rows(report))]
+    if report.rule_tier:
+        lines += ["", *plain_table(TIER_TITLE, *_tier_table(report.rule_tier))]
     return "\n".join(lines)
 
 
@@ -309,3 +341,5 @@ def render(report: ScoreReport, console: Any) -> None:
         console.print(line, markup=False, highlight=False)
     if report.rules:
         console.print(table(RULES_TITLE, ("Domain", "N", *RULE_COLUMNS), _rule_rows(report)))
+    if report.rule_tier:
+        console.print(table(TIER_TITLE, *_tier_table(report.rule_tier)))
