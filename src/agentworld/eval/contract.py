@@ -109,15 +109,15 @@ def measure_contract(samples: Sequence[BenchSample], *, retrieval: bool = True,
     samples = list(samples)
     if not samples:
         raise ValueError("the contract needs at least one sample")
-    domains = {s.task for s in samples}
+    domains = {s.domain for s in samples}
     if len(domains) != 1:
         raise ValueError(f"one domain at a time, not {sorted(domains)}")
 
     def overall(texts: Sequence[str]) -> list[float]:
         pairs = zip(samples, texts, strict=True)
-        return [score_rules(s.task, t, s.ground_truth, s).overall for s, t in pairs]
+        return [score_rules(s.domain, t, s.ground_truth, s).overall for s, t in pairs]
 
-    content = [score_rules(s.task, s.ground_truth, s.ground_truth, s).has_content for s in samples]
+    content = [score_rules(s.domain, s.ground_truth, s.ground_truth, s).has_content for s in samples]
     trivial = [baseline_predictions(s) for s in samples]
     by_name = {name: overall([t[name] for t in trivial]) for name in BASELINES}
     found = overall(asyncio.run(_retrieval_predictions(samples))) if retrieval else None
