@@ -33,4 +33,5 @@ def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
     assert result.baselines["frame_only"] > result.baselines["empty"] == 0.0
     assert saved["baselines"] == result.baselines and "skill_after" in saved
     assert 0.0 <= result.closed_before <= 1.0 and 0.0 <= result.closed_after <= 1.0
+    assert 0.0 <= result.frame_before <= 100.0 and 0.0 <= result.frame_after <= 100.0
     assert (tmp_path / "demo" / "model-init" / "config.json").exists()
