@@ -132,7 +132,33 @@ def test_ls_of_fully_created_directory() -> None:
     found = led.check(act("ls d\n"), screen("ls d", "a  b  c"))
     assert kinds(found) == ["dir_listing"]
     assert led.repair(act("ls d\n"), screen("ls d", "a  b  c"), found) == screen("ls d", "b  c")
-    assert led.check(act("ls\n"), screen("ls", "anything")) == []
+    # /app itself was not created by the session: anything else may be there, but d must be
+    assert led.check(act("ls\n"), screen("ls", "anything  d")) == []
+    assert kinds(led.check(act("ls\n"), screen("ls", "anything"))) == ["dir_listing"]
+
+
+def test_ls_must_show_files_the_session_wrote_and_not_those_it_removed() -> None:
+    led = ledger_after(("echo x=1 > m.py\n", screen("echo x=1 > m.py")),
+                       ("echo old > gone.txt && rm gone.txt\n", screen("echo old > gone.txt && rm gone.txt")))
+    wrong = screen("ls", "proj.tar")
+    found = led.check(act("ls\n"), wrong)
+    assert kinds(found) == ["dir_listing"] and "m.py" in found[0].message
+    assert led.repair(act("ls\n"), wrong, found) == screen("ls", "m.py  proj.tar")
+    assert kinds(led.check(act("ls\n"), screen("ls", "gone.txt  m.py"))) == ["dir_listing"]
+    assert led.check(act("ls\n"), screen("ls", "m.py  proj.tar")) == []
+    assert led.check(act("ls -la\n"), screen("ls -la", "total 0")) == []  # long format: not judged
+
+
+def test_redirected_output_prints_nothing_but_errors() -> None:
+    led = ledger_after(("cd /app\n", screen("cd /app")))
+    echoed = screen("echo HELLO > m.py", "HELLO")
+    found = led.check(act("echo HELLO > m.py\n"), echoed)
+    assert kinds(found) == ["redirected_output"]
+    assert led.repair(act("echo HELLO > m.py\n"), echoed, found) == screen("echo HELLO > m.py")
+    assert led.check(act("echo HELLO > m.py\n"), screen("echo HELLO > m.py")) == []
+    denied = screen("echo hi > /proc/x", "bash: /proc/x: Permission denied")
+    assert led.check(act("echo hi > /proc/x\n"), denied) == []
+    assert led.check(act("python3 run.py > log\n"), screen("python3 run.py > log", "progress 10%")) == []
 
 
 def test_shell_reader() -> None:

@@ -105,6 +105,9 @@ def apply_filesystem(name: str, args: list[str], f: ShellFacts) -> None:
             target = posixpath.join(dest, posixpath.basename(src)) if into else dest
             if not into and not (dest in f.files or known_absent(f, dest)):
                 f.files[dest] = f.files[posixpath.join(dest, posixpath.basename(src))] = None
+                if name == "mv":  # a file or into a directory: the source is gone either way
+                    _drop(f, src)
+                    f.removed.add(src)
                 continue
             _move(f, src, target, keep=name != "mv")
 

@@ -1,12 +1,15 @@
 """Terminal checks: the contradictions of a predicted screen with the shell facts, and their repairs.
 
 Prompts must show the session's host, user and cwd; ``cat``/``head``/``tail`` of files written in
-the session, ``echo $VAR`` and ``ls`` of fully known directories must show exactly what is known.
+the session, ``echo $VAR`` and ``ls`` of fully known directories must show exactly what is known;
+``ls`` of any other directory must list the files the session created there and none it removed;
+a simple command whose standard output goes to a file prints nothing on the screen but errors.
 Each finding comes with a :class:`Fix` (lines of the screen to replace) where one is certain.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -17,6 +20,11 @@ from agentworld.sim.shell_reader import ASSIGN, Command, echo_output, expand
 from agentworld.sim.shell_replay import Step
 
 CD_ERROR = re.compile(r"\b(?:cd|pushd|popd): ")
+STDOUT_ONLY = frozenset({"echo", "printf", "cat", "pwd", "ls", "seq", "date", "head", "tail", "wc", "sort",
+                         "uniq", "tr", "basename", "dirname", "expr"})
+"""Commands whose normal output is standard output only: redirected, they print only errors."""
+ERROR_LINE = re.compile(r"^[\w./-]+: |No such file|Permission denied|[Ee]rror|cannot |not found")
+_TO_FILE = (">", ">>", ">|", "&>", "&>>")
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,9 @@ def check_prompts(lines: list[str], before: ShellFacts, step: Step, observation:
 
 
 def check_output(cmd: Command, lines: list[str], f: ShellFacts) -> list[Finding]:
-    """``cat``/``head``/``tail`` of written files, ``echo $X`` and ``ls`` of fully known directories."""
+    """``cat``/``head``/``tail`` of written files, ``echo $X``, ``ls``, and redirected output."""
+    if cmd.redirects and not cmd.heredoc and not cmd.pipe_in and not cmd.pipe_out and f.at_prompt:
+        return _check_redirected(cmd, lines)
     if cmd.redirects or cmd.heredoc or cmd.pipe_in or cmd.pipe_out or not f.at_prompt or len(lines) < 2:
         return []
     first, last = PROMPT_RE.match(lines[0].rstrip()), PROMPT_RE.match(lines[-1].rstrip())
@@ -165,6 +175,30 @@ def _check_head_tail(name: str, args: list[str], body: list[str], f: ShellFacts)
                     body)
 
 
+def _check_redirected(cmd: Command, lines: list[str]) -> list[Finding]:
+    """A stdout-only command whose output goes to a file shows only error lines between its prompts."""
+    first = PROMPT_RE.match(lines[0].rstrip()) if lines else None
+    last = PROMPT_RE.match(lines[-1].rstrip()) if len(lines) > 1 else None
+    if not (first and first.group("cmd") is not None and last and last.group("cmd") is None):
+        return []
+    if not cmd.words or cmd.words[0].text not in STDOUT_ONLY:
+        return []
+    ops = [op.lstrip("1") for op, _ in cmd.redirects]
+    if not any(op in _TO_FILE for op in ops) or any(op.endswith("&") for op in ops):
+        return []
+    body = lines[1:-1]
+    errors_too = any(op.startswith("&") for op in ops)
+    kept = [] if errors_too else [line for line in body if ERROR_LINE.search(line)]
+    if [line for line in body if line.strip()] == [line for line in kept if line.strip()]:
+        return []
+    found = "\n".join(line for line in body if line not in kept)
+    but = "" if errors_too else " but errors"
+    message = (f"`{cmd.words[0].text}` writes its output to a file here, so the screen shows nothing{but} "
+               "before the next prompt")
+    return [(Contradiction(kind="redirected_output", expected="\n".join(kept), found=found[:2000],
+                           message=message), Fix(1, len(lines) - 1, tuple(kept)))]
+
+
 def _check_ls(args: list[str], body: list[str], f: ShellFacts) -> list[Finding]:
     flags = [a for a in args if a.startswith("-")]
     dirs = [a for a in args if not a.startswith("-")]
@@ -172,7 +206,7 @@ def _check_ls(args: list[str], body: list[str], f: ShellFacts) -> list[Finding]:
         return []
     path = resolve_path(f, dirs[0]) if dirs else f.cwd or ""
     if path not in f.dirs:
-        return []
+        return _check_ls_partly_known(path, flags, body, f)
     names = sorted(n for n in f.dirs[path] if not n.startswith("."))
     if any(re.search(r"[\s'\"\\]", n) for n in names):
         return []
@@ -184,3 +218,29 @@ def _check_ls(args: list[str], body: list[str], f: ShellFacts) -> list[Finding]:
                            message=f"every entry of {path} was created in this session, so ls must list "
                                    f"exactly: {' '.join(names) or '(nothing)'}"), Fix(1, 1 + len(body),
                                                                                       tuple(rows)))]
+
+
+def _check_ls_partly_known(path: str, flags: list[str], body: list[str], f: ShellFacts) -> list[Finding]:
+    """A directory the session did not create: its listing holds what the session created there
+    (files it wrote with known content, directories it made) and nothing it removed; the rest is
+    unknown. Files whose content is unknown may be one of two readings (``mv a b`` into a directory
+    ``b`` or onto a file ``b``), so they are not required."""
+    children = [*(p for p, content in f.files.items() if content is not None), *f.dirs]
+    created = {posixpath.basename(p) for p in children if posixpath.dirname(p) == path}
+    gone = {posixpath.basename(p) for p in f.removed if posixpath.dirname(p) == path and p not in f.files}
+    created = {n for n in created if not n.startswith(".")}
+    odd = any(re.search(r"[\s'\"\\]", n) for n in created | gone)
+    if odd or any(re.search(r"[:/]$|^total ", x) for x in body):  # quoting, or not a plain listing
+        return []
+    shown = [t for line in body for t in (line.split() if not flags else [line.strip()]) if t]
+    missing, extra = created - set(shown), gone & set(shown)
+    if not missing and not extra:
+        return []
+    names = sorted((set(shown) - gone) | created)
+    rows = names if flags else (["  ".join(names)] if names else [])
+    what = "; ".join([*([f"created here in this session: {' '.join(sorted(missing))}"] if missing else []),
+                      *([f"removed in this session: {' '.join(sorted(extra))}"] if extra else [])])
+    message = f"ls of {path} must agree with the files this session changed there ({what})"
+    found = Contradiction(kind="dir_listing", expected=" ".join(names), found=" ".join(shown),
+                          message=message)
+    return [(found, Fix(1, 1 + len(body), tuple(rows)))]
