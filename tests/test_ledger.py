@@ -8,8 +8,8 @@ import json
 import pytest
 
 from agentworld.corpus import corpus_path
-from agentworld.domains.actions import format_terminal_action, strip_marker
-from agentworld.schema import read_bench_jsonl
+from agentworld.domains.actions import format_terminal_action
+from agentworld.schema import read_bench_jsonl, strip_marker
 from agentworld.sim.ledger import SUMMARY_LIMIT, Contradiction, Ledger, NullLedger, make_ledger
 from agentworld.sim.ledger_mcp import McpLedger
 from agentworld.sim.ledger_terminal import TerminalLedger, parse_script, printf_format

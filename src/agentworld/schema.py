@@ -24,6 +24,12 @@ DOMAIN_NAMES: tuple[str, ...] = ("mcp", "search", "terminal", "swe", "android", 
 
 OBSERVATION_MARKER = "**Environment Observation:**"
 
+
+def strip_marker(observation: str) -> str:
+    """An observation without its ``**Environment Observation:**`` marker and surrounding newlines
+    (the one definition: rules, ledgers, retrieval, the simulator and the judge all compare this)."""
+    return observation.replace(OBSERVATION_MARKER, "", 1).strip("\n")
+
 Role = Literal["system", "user", "assistant"]
 
 

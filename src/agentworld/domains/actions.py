@@ -12,8 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentworld.schema import OBSERVATION_MARKER
-
 PROMPT_RE = re.compile(r"^(?P<user>[A-Za-z_][\w.-]*)@(?P<host>[\w.-]+):(?P<cwd>[^\s#$]*)"
                        r"(?P<sigil>[#$])(?: (?P<cmd>.*))?$")
 """A container-style shell prompt line, ``root@ad092d3df69c:/app# ls`` (command optional)."""
@@ -70,8 +68,6 @@ def tool_call(action: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def strip_marker(observation: str) -> str:
-    return observation.replace(OBSERVATION_MARKER, "", 1).strip("\n")
 
 
 def last_prompt(screen: str) -> re.Match[str] | None:

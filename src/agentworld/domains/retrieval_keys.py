@@ -20,12 +20,11 @@ from agentworld.domains.actions import (
     PROMPT_RE,
     last_prompt,
     normalise_action,
-    strip_marker,
     terminal_keystrokes,
     terminal_state,
     tool_call,
 )
-from agentworld.schema import OBSERVATION_MARKER
+from agentworld.schema import OBSERVATION_MARKER, strip_marker
 
 FIRST_TURN = "(first turn)"
 """The context of a first action: two first turns share it, as two later turns share their predecessor."""

@@ -23,7 +23,7 @@ from agentworld.eval.ruletier import rule_tier
 from agentworld.eval.score import score_rows
 from agentworld.io import atomic_write_text, read_journal
 from agentworld.models.parsing import SCORE_DIMENSIONS
-from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER, BenchSample, load_samples
+from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples, strip_marker
 
 COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1")
 RULE_FIELDS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
@@ -201,7 +201,7 @@ def diff_table(prediction: str, truth: str) -> str:
 
 
 def _strip(text: str) -> str:
-    return text.replace(OBSERVATION_MARKER, "").strip()
+    return strip_marker(text).strip()
 
 
 def sample_view(sid: str, domain: str, pred: dict[str, Any], judged: dict[str, Any] | None,

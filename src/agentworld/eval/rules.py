@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.domains.actions import PROMPT_RE, terminal_keystrokes, tool_call
 from agentworld.eval.content import check_metadata, command_is_deterministic, mask, written_files
-from agentworld.schema import OBSERVATION_MARKER, BenchSample
+from agentworld.schema import BenchSample, strip_marker
 
 Tier = Literal["deterministic", "environment", "metadata"]
 
@@ -126,7 +126,7 @@ def norm(line: str) -> str:
 
 
 def clean(text: str) -> str:
-    return text.replace(OBSERVATION_MARKER, "").strip("\n")
+    return strip_marker(text)
 
 
 def lines_of(text: str) -> list[str]:

@@ -41,6 +41,7 @@ from fastapi.responses import Response
 
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
+from agentworld.schema import strip_marker as _strip
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
 from agentworld.serve.net import bind_tcp
@@ -90,7 +91,7 @@ def messages_key(messages: Sequence[Any]) -> str:
 
 def strip_marker(text: str) -> str:
     """An observation without its marker, as the judge request carries it."""
-    return text.replace(OBSERVATION_MARKER, "").strip()
+    return _strip(text).strip()
 
 
 def similarity(a: str, b: str) -> float:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.domains.actions import tool_call
-from agentworld.schema import OBSERVATION_MARKER
+from agentworld.schema import strip_marker
 from agentworld.sim.ledger import Contradiction, bounded
 
 Scalar = str | int | float | bool | None
@@ -141,7 +141,7 @@ class McpLedger:
         return [c for c, _ in self._analyse(action, observation)]
 
     def repair(self, action: str, observation: str, found: list[Contradiction]) -> str | None:
-        text = _body(observation)
+        text = strip_marker(observation)
         fixes = [fix for c, fix in self._analyse(action, text) if c in found]
         parsed = parse_json(text)
         if not fixes or parsed is None:
@@ -164,7 +164,7 @@ class McpLedger:
         name, args = call
         if is_mutating(name):
             self._forget(args)
-        parsed = parse_json(_body(observation))
+        parsed = parse_json(strip_marker(observation))
         if parsed is None or _is_error(observation):
             return
         for key, obj in entities(parsed[0], _noun(name)):
@@ -186,7 +186,7 @@ class McpLedger:
 
     def _analyse(self, action: str, observation: str) -> list[tuple[Contradiction, FieldFix]]:
         call = tool_call(action)
-        text = _body(observation)
+        text = strip_marker(observation)
         parsed = parse_json(text)
         if call is None or parsed is None or is_mutating(call[0]) or _is_error(text):
             return []
@@ -235,8 +235,6 @@ def _leaves(value: Any) -> list[Scalar]:
     return [value] if _scalar(value) else []
 
 
-def _body(observation: str) -> str:
-    return observation.replace(OBSERVATION_MARKER, "", 1).strip("\n")
 
 
 def _is_error(text: str) -> bool:

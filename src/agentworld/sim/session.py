@@ -13,12 +13,11 @@ import hashlib
 from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
-from agentworld.domains.actions import strip_marker
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import parse_prediction
-from agentworld.schema import OBSERVATION_MARKER, Message
+from agentworld.schema import OBSERVATION_MARKER, Message, strip_marker
 from agentworld.sim import controls
 from agentworld.sim.cache import CallTally, SimCache, complete
 from agentworld.sim.history import (
