@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
-# (bubblewrap, tmux), then a virtual environment in .venv with agentworld and its dev tools.
+# (bubblewrap, tmux) and the Python documentation the search environment indexes (python3-doc), then a
+# virtual environment in .venv with agentworld and its dev tools.
 # `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
 # `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
@@ -8,12 +9,13 @@ cd "$(dirname "$0")"
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+[ -d /usr/share/doc/python3/html ] || need+=(python3-doc)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox)" >&2
+    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox and search index)" >&2
   fi
 fi
 PY=${PYTHON:-python3}

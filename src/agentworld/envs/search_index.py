@@ -1,0 +1,209 @@
+"""A local BM25 search engine over a folder of HTML pages (offline stand-in for the web).
+
+Why: a search world model has to be scored against real search results, and real search needs the
+network. A real document collection indexed locally (the Python documentation from the Debian
+package ``python3-doc``) gives real rankings, titles, URLs, snippets and page texts, reproducibly
+and offline. Each HTML file gets a stable URL (``base_url`` + its path relative to the folder); pages
+are reduced to Markdown-like text with the standard library's :mod:`html.parser`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from agentworld.errors import AgentWorldError
+
+PYTHON_DOCS_DIRS = (Path("/usr/share/doc/python3/html"), Path("/usr/share/doc/python3-doc/html"))
+"""Where Debian's ``python3-doc`` installs the Python documentation."""
+PYTHON_DOCS_URL = "https://docs.python.org/3/"
+MAX_PAGE_BYTES = 4_000_000
+"""Bigger files are skipped: a hostile folder must not exhaust memory."""
+
+_WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+_SKIP_TAGS = {"script", "style", "head", "nav", "footer", "noscript", "template", "svg"}
+_SKIP_CLASSES = {"sphinxsidebar", "related", "footer", "headerlink", "navigation", "mobile-nav"}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+         "wbr"}
+_BLOCK = {"p", "div", "section", "article", "table", "ul", "ol", "dl", "blockquote", "h1", "h2", "h3", "h4",
+          "h5", "h6", "pre", "hr", "main", "body"}
+_LINE = {"li", "tr", "dt", "dd", "br"}
+
+
+class SearchIndexError(AgentWorldError):
+    """The document folder is missing or holds no readable HTML pages."""
+
+
+class _TextParser(HTMLParser):
+    """HTML → Markdown-like text: headings as ``#``, list items as ``- ``, cells joined by `` | ``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self.stack: list[tuple[str, bool]] = []
+        self.pre = 0
+
+    @property
+    def skipping(self) -> bool:
+        return bool(self.stack) and self.stack[-1][1]
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = set((dict(attrs).get("class") or "").split())
+        skip = self.skipping or tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
+        if tag == "title":
+            skip = False
+        if tag not in _VOID:
+            self.stack.append((tag, skip))
+        if skip:
+            return
+        if tag in _BLOCK:
+            self.parts.append("\n\n")
+        elif tag in _LINE:
+            self.parts.append("\n")
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self.parts.append("#" * int(tag[1]) + " ")
+        elif tag == "li":
+            self.parts.append("- ")
+        elif tag in ("td", "th"):
+            self.parts.append("| ")
+        elif tag == "pre":
+            self.pre += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if not any(t == tag for t, _ in self.stack):
+            return
+        while self.stack:
+            name, skip = self.stack.pop()
+            if not skip and name == "pre":
+                self.pre -= 1
+            if skip:
+                pass
+            elif name in _BLOCK:
+                self.parts.append("\n\n")
+            elif name in ("td", "th"):
+                self.parts.append(" ")
+            elif name == "tr":
+                self.parts.append("|")
+            if name == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self.stack and self.stack[-1][0] == "title":
+            self.title_parts.append(data)
+        elif not self.skipping:
+            if not self.pre:
+                data = re.sub(r"\s+", " ", data)
+                if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
+                    data = data.lstrip()
+            if data:
+                self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars."""
+    parser = _TextParser()
+    parser.feed(html)
+    parser.close()
+    lines = [line.rstrip() for line in "".join(parser.parts).splitlines()]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(line if line.strip() else "" for line in lines)).strip()
+    title = " ".join("".join(parser.title_parts).split())
+    return title, text
+
+
+def tokens(text: str) -> list[str]:
+    return _WORD_RE.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Document:
+    url: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    document: Document
+    score: float
+
+
+def default_docs_dir() -> Path | None:
+    """The installed Python documentation, if ``python3-doc`` is installed."""
+    return next((d for d in PYTHON_DOCS_DIRS if d.is_dir()), None)
+
+
+def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[Document]:
+    """Every ``*.html`` page under ``folder`` (sorted by path, so URLs and ranks are reproducible)."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise SearchIndexError(f"{root}: no such document folder")
+    base = base_url if base_url.endswith("/") else base_url + "/"
+    docs: list[Document] = []
+    for file in sorted(root.rglob("*.html")):
+        rel = file.relative_to(root)
+        if any(part.startswith((".", "_")) for part in rel.parts) or not file.is_file():
+            continue
+        if file.stat().st_size > MAX_PAGE_BYTES:
+            continue
+        title, text = html_to_text(file.read_text(encoding="utf-8", errors="replace"))
+        if text:
+            docs.append(Document(url=base + rel.as_posix(), title=title or rel.stem, text=text))
+    if not docs:
+        raise SearchIndexError(f"{root}: holds no readable *.html pages")
+    return docs
+
+
+class SearchIndex:
+    """BM25 (``bm25s``) over page titles and texts; titles count twice, as engines weight them up."""
+
+    def __init__(self, documents: list[Document]) -> None:
+        import bm25s
+
+        self.documents = list(documents)
+        self.by_url = {d.url: d for d in self.documents}
+        corpus = [tokens(f"{d.title} {d.title} {d.text}") for d in self.documents]
+        self._retriever: Any = bm25s.BM25()
+        self._retriever.index(corpus, show_progress=False)
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> SearchIndex:
+        return cls(load_documents(folder, base_url))
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """The best ``k`` pages with a positive score; ties keep folder order."""
+        words = tokens(query)
+        if not words:
+            return []
+        vocab = self._retriever.vocab_dict
+        known = [w for w in words if w in vocab]
+        if not known:
+            return []
+        ids, scores = self._retriever.retrieve([known], k=min(k, len(self.documents)), show_progress=False)
+        ranked = sorted(((float(s), int(i)) for i, s in zip(ids[0], scores[0], strict=True) if s > 0),
+                        key=lambda pair: (-pair[0], pair[1]))
+        return [Hit(self.documents[i], score) for score, i in ranked]
+
+
+def snippet(text: str, query: str, width: int = 200) -> str:
+    """The passage of ``text`` that holds the most query words, cut to about ``width`` characters."""
+    wanted = set(tokens(query))
+    best, best_score = "", -1
+    for line in text.splitlines():
+        body = line.lstrip("#- |").strip()
+        if not body:
+            continue
+        score = 2 * len(wanted & set(tokens(body))) + (not line.startswith("#"))
+        if score > best_score:
+            best, best_score = body, score
+    if len(best) <= width:
+        return best
+    lower = best.lower()
+    first = min((p for w in wanted if (p := lower.find(w)) >= 0), default=0)
+    start = 0 if first < width // 3 else best.rfind(" ", 0, first - width // 4) + 1
+    cut = best[start:start + width]
+    cut = cut[:cut.rfind(" ")] if " " in cut else cut
+    return ("..." if start else "") + cut + " ..."
