@@ -11,6 +11,10 @@ from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER
 
 _DISPLAY = {"mcp": "MCP", "search": "Search", "terminal": "Terminal", "swe": "SWE",
             "android": "Android", "web": "Web", "os": "OS"}
+GENERIC_EFFECT = "The environment returns the resulting state, consistent with the history."
+_TRACE = {"terminal": ("command", "The shell echoes the command, prints its output and a new prompt."),
+          "os": ("command", GENERIC_EFFECT), "swe": ("command", GENERIC_EFFECT)}
+"""How the SFT recipe's derived trace names a domain's action and what follows it (default: action)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,10 @@ class Domain:
     judge_tag: str = "final_evaluation"
     marker: str = OBSERVATION_MARKER
     prompts_source: str = "builtin"
+    action_word: str = "action"
+    """What the derived reasoning trace calls an action (``command`` for shells)."""
+    effect: str = GENERIC_EFFECT
+    """The derived trace's sentence on what an action's observation shows."""
 
     def clean_marker(self, text: str) -> str:
         """Drop the observation marker, as the official harness does before judging."""
@@ -60,6 +68,10 @@ class DomainRegistry:
             raise DataError(f"unknown domain {name!r}; known: {', '.join(self._domains)}",
                             field="task") from None
 
+    def get(self, name: str) -> Domain | None:
+        """The domain called ``name``, or None (no error) when there is none."""
+        return self._domains.get(name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._domains
 
@@ -79,7 +91,8 @@ def load_domains(prompts_dir: str | Path | None = None) -> DomainRegistry:
     """
     domains = {name: Domain(name=name, display=_DISPLAY[name],
                             system_prompt=_builtin_text(name, "system_prompt"),
-                            judge_system_prompt=_builtin_text(name, "judge_system_prompt"))
+                            judge_system_prompt=_builtin_text(name, "judge_system_prompt"),
+                            **dict(zip(("action_word", "effect"), _TRACE.get(name, ()), strict=False)))
                for name in DOMAIN_NAMES}
     if prompts_dir is None:
         return DomainRegistry(domains)

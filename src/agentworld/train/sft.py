@@ -28,7 +28,7 @@ from typing import Any
 
 from agentworld.data.export_formats import trained
 from agentworld.data.types import TrainSample
-from agentworld.domains.registry import DOMAINS
+from agentworld.domains.registry import DOMAINS, GENERIC_EFFECT
 from agentworld.train.common import (
     TrainResult,
     held_out,
@@ -119,8 +119,8 @@ def auto_trace(sample: TrainSample) -> str:
     echoes the command, prints its output and a new prompt."
     """
     command = _command(sample.action)
-    parts = [f"The command `{command}`" if sample.domain in ("terminal", "os", "swe")
-             else f"The action `{command}`"]
+    domain = DOMAINS.get(sample.domain)
+    parts = [f"The {domain.action_word if domain else 'action'} `{command}`"]
     facts = []
     for name in dict.fromkeys(_PATH.findall(command)):
         seen = [i for i, (a, o) in enumerate(sample.history, start=1) if name in a or name in o]
@@ -132,10 +132,8 @@ def auto_trace(sample: TrainSample) -> str:
     category = sample.mask.category if sample.mask else None
     if category == "error":
         parts.append(" It fails, and the environment reports the error exactly as the real tool would.")
-    elif sample.domain == "terminal":
-        parts.append(" The shell echoes the command, prints its output and a new prompt.")
     else:
-        parts.append(" The environment returns the resulting state, consistent with the history.")
+        parts.append(f" {domain.effect if domain else GENERIC_EFFECT}")
     return "".join(parts)
 
 
