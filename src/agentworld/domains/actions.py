@@ -21,6 +21,17 @@ _STATE_RE = re.compile(r"\*\*Current State:\*\*\s*\n(?P<state>.*?)(?=\n\s*\*\*Ac
 
 
 
+def format_json_action(payload: Any) -> str:
+    """A JSON action as the user turn carries it (MCP and search tool calls)."""
+    return f"**Action:**\n```json\n{json.dumps(payload, ensure_ascii=False)}\n```"
+
+
+def format_tool_action(tool_name: str, arguments: Any) -> str:
+    """The action text of a tool call, exactly as the simulator renders MCP actions."""
+    args = arguments if arguments is not None else {}
+    return format_json_action({"tool_name": tool_name, "arguments": args})
+
+
 def format_terminal_action(steps: Sequence[dict[str, Any]], initial_screen: str | None = None) -> str:
     """The user-turn text of one terminal action (``initial_screen`` only on the first turn)."""
     body = json.dumps(list(steps), indent=2, ensure_ascii=False)

@@ -24,9 +24,9 @@ from typing import Any
 import orjson
 
 from agentworld.domains import DOMAINS
+from agentworld.domains.actions import format_tool_action
 from agentworld.io import JsonlJournal
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
-from agentworld.sim.history import ParsedAction
 
 DOMAIN = "mcp"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
@@ -42,10 +42,7 @@ def rpc_messages(raw: bytes | bytearray | str) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict)]
 
 
-def format_action(tool_name: str, arguments: Any) -> str:
-    """The action text of a tool call, exactly as the simulator renders MCP actions."""
-    args = arguments if arguments is not None else {}
-    return ParsedAction(payload={"tool_name": tool_name, "arguments": args}, key=tool_name).text(DOMAIN)
+format_action = format_tool_action
 
 
 def _block_text(block: Any) -> str:

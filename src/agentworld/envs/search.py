@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.actions import format_tool_action
 from agentworld.envs.search_index import SearchIndex, snippet
 from agentworld.errors import DataError
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
@@ -60,9 +61,8 @@ def _dump(items: dict[str, Any]) -> str:
 
 
 def format_action(call: Call) -> str:
-    """The user-turn text of a tool call, in the form the simulator renders MCP/search tool calls."""
-    payload = {"tool_name": call.tool, "arguments": call.arguments}
-    return f"**Action:**\n```json\n{json.dumps(payload, ensure_ascii=False)}\n```"
+    """The user-turn text of a tool call, in the form the simulator renders MCP tool calls."""
+    return format_tool_action(call.tool, call.arguments)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from agentworld.eval.baselines import BASELINES, baseline_predictions
+from agentworld.eval.baselines import BASELINES, baseline_scores
 from agentworld.eval.rules import score_rules
 from agentworld.schema import BenchSample
 
@@ -117,13 +117,14 @@ def measure_contract(samples: Sequence[BenchSample], *, retrieval: bool = True,
         pairs = zip(samples, texts, strict=True)
         return [score_rules(s.domain, t, s.ground_truth, s).overall for s, t in pairs]
 
-    content = [score_rules(s.domain, s.ground_truth, s.ground_truth, s).has_content for s in samples]
-    trivial = [baseline_predictions(s) for s in samples]
-    by_name = {name: overall([t[name] for t in trivial]) for name in BASELINES}
+    truths = [score_rules(s.domain, s.ground_truth, s.ground_truth, s) for s in samples]
+    content = [r.has_content for r in truths]
+    trivial = [baseline_scores(s) for s in samples]
+    by_name = {name: [t[name] for t in trivial] for name in BASELINES}
     found = overall(asyncio.run(_retrieval_predictions(samples))) if retrieval else None
     return ContractReport(
         domain=domains.pop(), samples=len(samples), with_content=sum(content),
-        truth=_mean(overall([s.ground_truth for s in samples])),
+        truth=_mean([r.overall for r in truths]),
         baselines={name: _mean(v) for name, v in by_name.items()},
         baselines_with_content={name: _mean([x for x, c in zip(v, content, strict=True) if c])
                                 for name, v in by_name.items()},

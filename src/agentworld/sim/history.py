@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.domains.actions import format_terminal_action, last_prompt
+from agentworld.domains.actions import format_json_action, format_terminal_action, last_prompt
 from agentworld.domains.registry import Domain
 from agentworld.errors import AgentWorldError
 from agentworld.schema import OBSERVATION_MARKER, Message
@@ -55,7 +55,7 @@ class ParsedAction:
         if domain == "terminal":
             return format_terminal_action(self.payload, first_screen)
         if domain == "mcp":
-            return f"**Action:**\n```json\n{json.dumps(self.payload, ensure_ascii=False)}\n```"
+            return format_json_action(self.payload)
         return str(self.payload)
 
 

@@ -80,13 +80,13 @@ def check_prompts(lines: list[str], before: ShellFacts, step: Step, observation:
 
 def check_output(cmd: Command, lines: list[str], f: ShellFacts) -> list[Finding]:
     """``cat``/``head``/``tail`` of written files, ``echo $X``, ``ls``, and redirected output."""
-    if cmd.redirects and not cmd.heredoc and not cmd.pipe_in and not cmd.pipe_out and f.at_prompt:
-        return _check_redirected(cmd, lines)
-    if cmd.redirects or cmd.heredoc or cmd.pipe_in or cmd.pipe_out or not f.at_prompt or len(lines) < 2:
+    if cmd.heredoc or cmd.pipe_in or cmd.pipe_out or not f.at_prompt or len(lines) < 2:
         return []
     first, last = PROMPT_RE.match(lines[0].rstrip()), PROMPT_RE.match(lines[-1].rstrip())
     if not (first and first.group("cmd") is not None and last and last.group("cmd") is None) or not cmd.words:
         return []
+    if cmd.redirects:
+        return _check_redirected(cmd, lines)
     if ASSIGN.match(cmd.words[0].text) or f.cwd is None:
         return []
     args = [expand(w, f.env, f.home) for w in cmd.words[1:]]
@@ -176,12 +176,9 @@ def _check_head_tail(name: str, args: list[str], body: list[str], f: ShellFacts)
 
 
 def _check_redirected(cmd: Command, lines: list[str]) -> list[Finding]:
-    """A stdout-only command whose output goes to a file shows only error lines between its prompts."""
-    first = PROMPT_RE.match(lines[0].rstrip()) if lines else None
-    last = PROMPT_RE.match(lines[-1].rstrip()) if len(lines) > 1 else None
-    if not (first and first.group("cmd") is not None and last and last.group("cmd") is None):
-        return []
-    if not cmd.words or cmd.words[0].text not in STDOUT_ONLY:
+    """A stdout-only command whose output goes to a file shows only error lines between its prompts
+    (``lines`` is a whole screen: echoed command first, bare prompt last)."""
+    if cmd.words[0].text not in STDOUT_ONLY:
         return []
     ops = [op.lstrip("1") for op, _ in cmd.redirects]
     if not any(op in _TO_FILE for op in ops) or any(op.endswith("&") for op in ops):
