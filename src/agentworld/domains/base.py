@@ -1,0 +1,104 @@
+"""The one protocol every domain package implements (issue 10: a domain is one package).
+
+A domain lives in ``agentworld/domains/<name>/``; its ``__init__`` defines ``PLUGIN``, a
+:class:`DomainPlugin`. Code outside ``domains/`` asks the plugin instead of branching on the
+domain's name. The plugin must stay cheap to import (the CLI's start-up time counts): heavy parts —
+a real environment, a recorder, its routing rules — are named by a *reference*
+(``"package.module:attribute"``) and imported only when used (:func:`resolve`).
+
+A prompt-only domain (android, os) is a few lines: a name, a display name, and the defaults.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+Route = Literal["real", "model"]
+
+GENERIC_EFFECT = "The environment returns the resulting state, consistent with the history."
+
+
+@dataclass(frozen=True)
+class RouteDecision:
+    """A routing decision, its reason, and whether a *model* step may change the world.
+
+    After a model-predicted step with ``side_effects`` the real environment no longer matches the
+    episode, so every later step stays with the model.
+    """
+
+    route: Route
+    reason: str
+    side_effects: bool = True
+
+
+@runtime_checkable
+class RealEnvironment(Protocol):
+    """A real environment one episode drives (recorders and sim-to-real routing use it).
+
+    Actions and observations are text exactly as an AgentWorldBench row holds them for the domain
+    (the row's ``action`` and its observation without the ``[Environment Response]`` marker), so what
+    the recorder writes and what the router returns are the same thing.
+    """
+
+    def initial_observation(self) -> str: ...
+    def step(self, action: str) -> str: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RecorderCommand:
+    """``agentworld record <domain>``: its options (a typed config the CLI is generated from) and run."""
+
+    options: type[BaseModel]
+    run: Callable[[Any], object]
+    help: str
+
+
+@dataclass(frozen=True)
+class DomainPlugin:
+    """What is specific to one domain. Every field but ``name`` and ``display`` has a default.
+
+    Attributes:
+        name: registry key, the last part of a sample's ``task``.
+        display: name for tables and reports.
+        action_word: what the derived SFT reasoning trace calls an action (``command`` for shells).
+        effect: the derived trace's sentence on what an action's observation shows.
+        rules: reference to the domain's :class:`agentworld.domains.rules.DomainRules` (None: generic).
+        retrieval_keys: reference to its :class:`~agentworld.domains.retrieval_keys.RetrievalKeys`
+            (None: tool-call keys).
+        environment: reference to a factory ``(seed: int, **options) -> RealEnvironment`` (None: no
+            real environment; the domain is simulated only).
+        routing: reference to ``decide(action: str) -> RouteDecision`` (None with an environment: every
+            step may run for real and none is safe to imagine; without one: always the model).
+        recorder: reference to a :class:`RecorderCommand` (``agentworld record <name>``).
+        corpus: package-data file of recorded rows shipped with the domain (``corpus.jsonl``), if any.
+        real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
+    """
+
+    name: str
+    display: str
+    action_word: str = "action"
+    effect: str = GENERIC_EFFECT
+    rules: str | None = None
+    retrieval_keys: str | None = None
+    environment: str | None = None
+    routing: str | None = None
+    recorder: str | None = None
+    corpus: str | None = None
+    real_note: str = ""
+    extra: dict[str, str] | None = None
+    """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
+
+
+def resolve(reference: str) -> Any:
+    """Import ``"package.module:attribute"`` and return the attribute (the lazy half of a plugin)."""
+    module, _, attribute = reference.partition(":")
+    value: Any = importlib.import_module(module)
+    for part in attribute.split(".") if attribute else ():
+        value = getattr(value, part)
+    return value
