@@ -102,3 +102,38 @@ def resolve(reference: str) -> Any:
     for part in attribute.split(".") if attribute else ():
         value = getattr(value, part)
     return value
+
+
+_EXTRA: dict[str, DomainPlugin] = {}
+
+
+def register_domain(plugin: DomainPlugin) -> DomainPlugin:
+    """Add a domain defined outside ``agentworld/domains/`` (a test's example domain, a user's package).
+
+    Packages named in the environment variable ``AGENTWORLD_DOMAIN_PACKAGES`` (comma-separated) are
+    imported by :func:`plugins`, so a CLI subprocess sees them too; their ``PLUGIN`` is registered.
+    """
+    _EXTRA[plugin.name] = plugin
+    return plugin
+
+
+def plugins() -> dict[str, DomainPlugin]:
+    """Every domain: packages under ``agentworld/domains/`` that define ``PLUGIN``, then registered ones."""
+    import os
+    import pkgutil
+
+    import agentworld.domains as package
+
+    found: dict[str, DomainPlugin] = {}
+    names = [f"agentworld.domains.{m.name}" for m in pkgutil.iter_modules(package.__path__) if m.ispkg]
+    names += [n.strip() for n in os.environ.get("AGENTWORLD_DOMAIN_PACKAGES", "").split(",") if n.strip()]
+    for name in names:
+        plugin = getattr(importlib.import_module(name), "PLUGIN", None)
+        if isinstance(plugin, DomainPlugin):
+            found[plugin.name] = plugin
+    return {**found, **_EXTRA}
+
+
+def plugin(name: str) -> DomainPlugin | None:
+    """The plugin of domain ``name`` (None when no package defines one)."""
+    return plugins().get(name)
