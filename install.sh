@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
-# (bubblewrap, tmux) and the Python documentation the search environment indexes (python3-doc), then a
-# virtual environment in .venv with agentworld and its dev tools.
+# (bubblewrap, tmux), the Python documentation the search environment indexes (python3-doc) and the
+# Chromium the web environment drives (chromium; Playwright's own browser download is never used), then a
+# virtual environment in .venv with agentworld, its web extra (BrowserGym, MiniWoB++) and its dev tools.
 # `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
 # `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
@@ -10,18 +11,19 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -d /usr/share/doc/python3/html ] || need+=(python3-doc)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox and search index)" >&2
+    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox, the search index and the web browser)" >&2
   fi
 fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-extras="dev"
+extras="dev,web"
 for flag in "$@"; do
   case "$flag" in
     --train)  # CPU torch first, pinned, so the training extra does not pull a multi-GB CUDA build.

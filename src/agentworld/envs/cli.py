@@ -164,3 +164,14 @@ config_command(app, RecordMcpOptions, _mcp, name="mcp", extra={
     "server": (list[str] | None, typer.Argument(None, help="stdio mode: the real server command, after "
                                                 "--."))})
 config_command(app, RecordSearchOptions, _search, name="search")
+
+
+def _web(options: object) -> None:
+    from agentworld.domains.web.record import run
+
+    run(options)
+
+
+from agentworld.domains.web.record import RecordWebOptions  # noqa: E402  (light: pydantic only)
+
+config_command(app, RecordWebOptions, _web, name="web")

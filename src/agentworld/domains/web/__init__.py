@@ -1,0 +1,12 @@
+"""The web domain: BrowserGym actions on headless Chromium over local sites (a shop and MiniWoB++)."""
+
+from agentworld.domains.base import DomainPlugin
+
+PLUGIN = DomainPlugin(
+    name="web", display="Web",
+    rules="agentworld.domains.web.rules:RULES",
+    environment="agentworld.domains.web.env:open_environment",
+    routing="agentworld.domains.web.routing:decide",
+    recorder="agentworld.domains.web.record:COMMAND",
+    corpus="corpus.jsonl",
+)
