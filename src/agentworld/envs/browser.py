@@ -16,8 +16,10 @@ Network: only the origins given are reachable. Every other request is aborted by
 loopback to "not found", so nothing the browser does itself (prefetch, updates) leaves the machine.
 
 Cleanup: Playwright's driver process closes its browsers and removes their profile folders when its
-parent goes away, SIGKILL included (its stdin closes); :meth:`BrowserSession.close` does the same
-politely and is idempotent.
+parent goes away, SIGKILL included (its stdin closes). Chromium's own temporary folder (its process
+singleton's socket) would survive a SIGKILL, so Chromium gets a private ``TMPDIR`` that a *janitor* —
+a small process waiting for the end of a pipe only this process holds — removes once this process is
+gone, however it ended. :meth:`BrowserSession.close` does all of this politely and is idempotent.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import contextlib
 import os
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -55,6 +60,15 @@ _ACTIVATION_SCRIPT = ("for (const e of ['focus', 'load', 'pageshow', 'mousedown'
                       "{capture: true});")
 """BrowserGym's trick to know the active tab (Playwright has no such notion): pages report themselves."""
 _CALL_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
+
+
+_JANITOR = ("import shutil, sys, time\n"
+            "sys.stdin.buffer.read()\n"
+            "for _ in range(20):\n"
+            "    shutil.rmtree(sys.argv[1], ignore_errors=True)\n"
+            "    time.sleep(0.25)\n")
+"""Waits until its stdin closes (its parent closed it or died), then removes the folder for a few
+seconds (Chromium may still be exiting and writing into it) and exits."""
 
 
 class BrowserError(AgentWorldError):
@@ -143,6 +157,8 @@ class BrowserSession:
     _context: Any = None
     page: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _tmp: str | None = None
+    _janitor: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> BrowserSession:
         self.start()
@@ -156,13 +172,18 @@ class BrowserSession:
         from playwright.sync_api import sync_playwright
 
         executable = find_chromium()
+        self._tmp = tempfile.mkdtemp(prefix="agentworld-browser-")
+        self._janitor = subprocess.Popen([sys.executable, "-c", _JANITOR, self._tmp], stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
         self._pw = sync_playwright().start()
         try:
             from browsergym.core.constants import BROWSERGYM_ID_ATTRIBUTE
 
             self._pw.selectors.set_test_id_attribute(BROWSERGYM_ID_ATTRIBUTE)
+            env = {**os.environ, "TMPDIR": self._tmp}
             self._browser = self._pw.chromium.launch(executable_path=executable, headless=True,
-                                                     args=list(CHROMIUM_ARGS))
+                                                     args=list(CHROMIUM_ARGS), env=env)
         except Exception as exc:
             self.close()
             raise BrowserError(f"could not start {executable}: {_short_error(exc)}") from exc
@@ -276,6 +297,15 @@ class BrowserSession:
             with contextlib.suppress(Exception):
                 self._pw.stop()
         self._context = self._browser = self._pw = self.page = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+        if self._janitor is not None:
+            with contextlib.suppress(OSError):
+                self._janitor.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._janitor.wait(timeout=10)
+            self._janitor = None
 
 
 def _title(page: Any) -> str:
