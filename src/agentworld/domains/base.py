@@ -12,11 +12,14 @@ A prompt-only domain (android, os) is a few lines: a name, a display name, and t
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
+
+from agentworld.errors import AgentWorldError
 
 Route = Literal["real", "model"]
 
@@ -78,6 +81,9 @@ class DomainPlugin:
         recorder: reference to a :class:`RecorderCommand` (``agentworld record <name>``).
         corpus: package-data file of recorded rows shipped with the domain (``corpus.jsonl``), if any.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
+        package: the package holding ``prompts/system_prompt.txt`` and ``prompts/judge_system_prompt.txt``
+            (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>`` for one given
+            to :func:`register_domain` without it).
     """
 
     name: str
@@ -93,6 +99,7 @@ class DomainPlugin:
     real_note: str = ""
     extra: dict[str, str] | None = None
     """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
+    package: str = ""
 
 
 def resolve(reference: str) -> Any:
@@ -105,6 +112,8 @@ def resolve(reference: str) -> Any:
 
 
 _EXTRA: dict[str, DomainPlugin] = {}
+_FOUND: dict[str, dict[str, DomainPlugin]] = {}
+"""Discovered plugins per value of ``AGENTWORLD_DOMAIN_PACKAGES`` (discovery imports and lists packages)."""
 
 
 def register_domain(plugin: DomainPlugin) -> DomainPlugin:
@@ -112,26 +121,47 @@ def register_domain(plugin: DomainPlugin) -> DomainPlugin:
 
     Packages named in the environment variable ``AGENTWORLD_DOMAIN_PACKAGES`` (comma-separated) are
     imported by :func:`plugins`, so a CLI subprocess sees them too; their ``PLUGIN`` is registered.
+    A registered plugin replaces a discovered one of the same name.
     """
+    if not plugin.package:
+        plugin = replace(plugin, package=f"agentworld.domains.{plugin.name}")
     _EXTRA[plugin.name] = plugin
     return plugin
 
 
-def plugins() -> dict[str, DomainPlugin]:
-    """Every domain: packages under ``agentworld/domains/`` that define ``PLUGIN``, then registered ones."""
-    import os
+def unregister_domain(name: str) -> None:
+    """Drop a domain added with :func:`register_domain` (tests clean up after themselves)."""
+    _EXTRA.pop(name, None)
+
+
+def _discover(extra_packages: str) -> dict[str, DomainPlugin]:
     import pkgutil
 
     import agentworld.domains as package
 
     found: dict[str, DomainPlugin] = {}
     names = [f"agentworld.domains.{m.name}" for m in pkgutil.iter_modules(package.__path__) if m.ispkg]
-    names += [n.strip() for n in os.environ.get("AGENTWORLD_DOMAIN_PACKAGES", "").split(",") if n.strip()]
+    names += [n.strip() for n in extra_packages.split(",") if n.strip()]
     for name in names:
-        plugin = getattr(importlib.import_module(name), "PLUGIN", None)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise
+            raise AgentWorldError(f"AGENTWORLD_DOMAIN_PACKAGES names {name!r}, which is not importable "
+                                  f"(no module {exc.name!r})") from None
+        plugin = getattr(module, "PLUGIN", None)
         if isinstance(plugin, DomainPlugin):
-            found[plugin.name] = plugin
-    return {**found, **_EXTRA}
+            found[plugin.name] = plugin if plugin.package else replace(plugin, package=name)
+    return found
+
+
+def plugins() -> dict[str, DomainPlugin]:
+    """Every domain: packages under ``agentworld/domains/`` that define ``PLUGIN``, then registered ones."""
+    extra_packages = os.environ.get("AGENTWORLD_DOMAIN_PACKAGES", "")
+    if extra_packages not in _FOUND:
+        _FOUND[extra_packages] = _discover(extra_packages)
+    return {**_FOUND[extra_packages], **_EXTRA}
 
 
 def plugin(name: str) -> DomainPlugin | None:
