@@ -55,11 +55,24 @@ class RealEnvironment(Protocol):
 
 @dataclass(frozen=True)
 class RecorderCommand:
-    """``agentworld record <domain>``: its options (a typed config the CLI is generated from) and run."""
+    """``agentworld record <domain>``: its options (a typed config the CLI is generated from) and run.
+
+    The module defining it is imported when ``agentworld record`` runs, so it imports only the options'
+    light dependencies at module level and the recorder itself inside ``run``.
+
+    Attributes:
+        options: pydantic config; each field becomes an option
+            (:func:`agentworld.cli_support.config_command`).
+        run: called with the validated options (and the ``arguments``' values as keywords).
+        help: the command's help (default: the options' docstring).
+        arguments: command-line parameters that are not options, ``name: (annotation, typer.Argument(...))``
+            (``agentworld record mcp -- SERVER COMMAND``).
+    """
 
     options: type[BaseModel]
-    run: Callable[[Any], object]
-    help: str
+    run: Callable[..., None]
+    help: str = ""
+    arguments: dict[str, tuple[Any, Any]] | None = None
 
 
 @dataclass(frozen=True)
