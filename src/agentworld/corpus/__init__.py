@@ -13,24 +13,15 @@ reproducible for a given seed.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
-from agentworld.domains.base import DomainPlugin, plugins
+from agentworld.domains.base import plugins
 from agentworld.errors import DataError
-
-
-def plugin_corpus(plugin: DomainPlugin) -> Path | None:
-    """The corpus file a domain's plugin names, when it is installed."""
-    if plugin.corpus is None:
-        return None
-    path = Path(str(resources.files(plugin.package) / plugin.corpus))
-    return path if path.is_file() else None
 
 
 def shipped_corpora() -> dict[str, Path]:
     """Domain name → its shipped corpus, for every domain that ships one."""
-    return {name: path for name, p in plugins().items() if (path := plugin_corpus(p)) is not None}
+    return {name: path for name, p in plugins().items() if (path := p.data_file(p.corpus)) is not None}
 
 
 def corpus_path(name: str) -> Path:
@@ -42,4 +33,4 @@ def corpus_path(name: str) -> Path:
     return path
 
 
-__all__ = ["corpus_path", "plugin_corpus", "shipped_corpora"]
+__all__ = ["corpus_path", "shipped_corpora"]

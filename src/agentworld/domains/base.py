@@ -15,6 +15,7 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -93,10 +94,12 @@ class DomainPlugin:
             step may run for real and none is safe to imagine; without one: always the model).
         recorder: reference to a :class:`RecorderCommand` (``agentworld record <name>``).
         corpus: package-data file of recorded rows shipped with the domain (``corpus.jsonl``), if any.
+        heldout_scenarios: package-data file of scenarios kept out of the corpus, in the form the
+            domain's recorder reads (``scenarios/heldout.jsonl``): what ``agentworld demo`` records fresh.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
-        package: the package holding ``prompts/system_prompt.txt`` and ``prompts/judge_system_prompt.txt``
-            (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>`` for one given
-            to :func:`register_domain` without it).
+        package: the package holding ``prompts/system_prompt.txt``, ``prompts/judge_system_prompt.txt``
+            and the data files (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>``
+            for one given to :func:`register_domain` without it).
     """
 
     name: str
@@ -109,10 +112,22 @@ class DomainPlugin:
     routing: str | None = None
     recorder: str | None = None
     corpus: str | None = None
+    heldout_scenarios: str | None = None
     real_note: str = ""
     extra: dict[str, str] | None = None
     """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
     package: str = ""
+    """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``prompts/``, ``corpus`` and
+    ``heldout_scenarios`` are files inside it."""
+
+    def data_file(self, relative: str | None) -> Path | None:
+        """A package-data file of this domain (``corpus``, ``heldout_scenarios``), when it exists."""
+        if not relative or not self.package:
+            return None
+        from importlib import resources
+
+        path = Path(str(resources.files(self.package).joinpath(relative)))
+        return path if path.is_file() else None
 
 
 def resolve(reference: str) -> Any:
