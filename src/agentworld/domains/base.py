@@ -149,10 +149,15 @@ def register_domain(plugin: DomainPlugin) -> DomainPlugin:
 
     Packages named in the environment variable ``AGENTWORLD_DOMAIN_PACKAGES`` (comma-separated) are
     imported by :func:`plugins`, so a CLI subprocess sees them too; their ``PLUGIN`` is registered.
-    A registered plugin replaces a discovered one of the same name.
+    A registered plugin replaces a discovered one of the same name. Without ``package``, the plugin's
+    package is the module whose ``PLUGIN`` it is.
     """
     if not plugin.package:
-        plugin = replace(plugin, package=f"agentworld.domains.{plugin.name}")
+        import sys
+
+        home = next((name for name, module in list(sys.modules.items())
+                     if getattr(module, "PLUGIN", None) is plugin), f"agentworld.domains.{plugin.name}")
+        plugin = replace(plugin, package=home)
     _EXTRA[plugin.name] = plugin
     return plugin
 
