@@ -119,7 +119,6 @@ def test_plugin_references_resolve() -> None:
 
 
 def test_web_corpus_holds_the_rule_tier_contract() -> None:
-    import agentworld.domains.web.rules  # noqa: F401  (registers the web rules until the registry does)
     from agentworld.eval.contract import measure_contract
 
     samples = load_samples([CORPUS])

@@ -21,18 +21,9 @@ import ast
 import re
 from collections import Counter
 
+from agentworld.domains.content import mask
+from agentworld.domains.rules import DomainRules, Session, Tier, clean, lines_of, multiset_f1, norm
 from agentworld.domains.web.actions import web_call, web_state
-from agentworld.eval.content import mask
-from agentworld.eval.rules import (
-    DomainRules,
-    Session,
-    Tier,
-    clean,
-    lines_of,
-    multiset_f1,
-    norm,
-    register_rules,
-)
 
 _NODE = re.compile(r"^(?P<indent>\t*)(?:\[(?P<bid>[^\]]+)\] )?(?P<role>[A-Za-z][\w-]*) "
                    r"(?P<name>'(?:[^'\\]|\\.)*'|\"[^\"]*\")(?P<props>.*)$")
@@ -127,4 +118,3 @@ def web_structure(pred: str, truth: str, _: Session) -> tuple[float, dict[str, f
 
 
 RULES = DomainRules(lines_of, web_tiers, web_structure, web_frame, web_frame_only)
-register_rules("web")(RULES)
