@@ -17,7 +17,8 @@ loopback to "not found", so nothing the browser does itself (prefetch, updates) 
 
 Cleanup: Playwright's driver process closes its browsers and removes their profile folders when its
 parent goes away, SIGKILL included (its stdin closes). Chromium's own temporary folder (its process
-singleton's socket) would survive a SIGKILL, so Chromium gets a private ``TMPDIR`` that a *janitor* —
+singleton's socket) and its crash database would survive a SIGKILL, so Chromium gets a private
+``TMPDIR`` and ``HOME`` that a *janitor* —
 a small process waiting for the end of a pipe only this process holds — removes once this process is
 gone, however it ended. :meth:`BrowserSession.close` does all of this politely and is idempotent.
 """
@@ -143,13 +144,15 @@ class BrowserSession:
     Args:
         allowed_origins: scheme://host:port prefixes the pages may load; everything else is aborted.
         viewport: page size in CSS pixels (fixed, so layouts and scrolling repeat).
-        timeout_ms: how long one action may wait for its element or navigation.
+        timeout_ms: how long one action may wait for its element or navigation. BrowserGym gives each
+            element action 500 ms; on a loaded machine a click that starts a navigation overruns that
+            and reports a timeout although it worked, so recordings would depend on the load.
         settle_s: pause after an action for scripts and layout to settle before observing.
     """
 
     allowed_origins: tuple[str, ...]
     viewport: tuple[int, int] = (1280, 720)
-    timeout_ms: int = 10000
+    timeout_ms: int = 5000
     settle_s: float = 0.15
     blocked: list[str] = field(default_factory=list)
     _pw: Any = None
@@ -181,7 +184,8 @@ class BrowserSession:
             from browsergym.core.constants import BROWSERGYM_ID_ATTRIBUTE
 
             self._pw.selectors.set_test_id_attribute(BROWSERGYM_ID_ATTRIBUTE)
-            env = {**os.environ, "TMPDIR": self._tmp}
+            env = {**os.environ, "TMPDIR": self._tmp, "HOME": self._tmp,  # crash reports land here too
+                   "XDG_CONFIG_HOME": f"{self._tmp}/config", "XDG_CACHE_HOME": f"{self._tmp}/cache"}
             self._browser = self._pw.chromium.launch(executable_path=executable, headless=True,
                                                      args=list(CHROMIUM_ARGS), env=env)
         except Exception as exc:
@@ -231,6 +235,7 @@ class BrowserSession:
             code = action_set().to_python_code(action)
         except Exception as exc:
             return _short_error(exc)
+        code = code.replace("timeout=500)", f"timeout={self.timeout_ms})")
         messages: list[str] = []
         error = ""
         try:

@@ -1,4 +1,7 @@
-"""The web domain: BrowserGym actions on headless Chromium over local sites (a shop and MiniWoB++)."""
+"""The web domain: BrowserGym actions on headless Chromium over local sites (a shop and MiniWoB++).
+
+Real: environment, routing, recorder (``agentworld record web``), shipped corpus, rules.
+"""
 
 from agentworld.domains.base import DomainPlugin
 
@@ -9,4 +12,5 @@ PLUGIN = DomainPlugin(
     routing="agentworld.domains.web.routing:decide",
     recorder="agentworld.domains.web.record:COMMAND",
     corpus="corpus.jsonl",
+    heldout_scenarios="scenarios/heldout.jsonl",
 )
