@@ -151,3 +151,19 @@ def test_no_cycle_between_layers_apart_from_the_known_upward_imports() -> None:
 
 def test_envs_import_nothing_from_sim() -> None:
     assert [(f, u) for f, here, u in imports() if here == "envs" and u == "sim"] == []
+
+
+def test_the_built_in_domains_are_the_benchmark_domains_each_one_package() -> None:
+    """``schema.DOMAIN_NAMES`` (the data format's seven, below every layer) agrees with the registry."""
+    from agentworld.domains.base import plugins
+    from agentworld.domains.registry import domain_names
+    from agentworld.schema import DOMAIN_NAMES
+
+    packages = sorted(p.parent.name for p in (SRC / "domains").glob("*/__init__.py"))
+    built_in = {n: p for n, p in plugins().items() if p.package.startswith("agentworld.domains.")}
+    assert sorted(built_in) == sorted(DOMAIN_NAMES) == packages
+    assert all(p.package == f"agentworld.domains.{n}" for n, p in built_in.items())
+    assert domain_names()[: len(DOMAIN_NAMES)] == DOMAIN_NAMES
+    for name in DOMAIN_NAMES:
+        for prompt in ("system_prompt", "judge_system_prompt"):
+            assert (SRC / "domains" / name / "prompts" / f"{prompt}.txt").is_file(), (name, prompt)
