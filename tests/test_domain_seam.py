@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -167,3 +170,14 @@ def test_the_built_in_domains_are_the_benchmark_domains_each_one_package() -> No
     for name in DOMAIN_NAMES:
         for prompt in ("system_prompt", "judge_system_prompt"):
             assert (SRC / "domains" / name / "prompts" / f"{prompt}.txt").is_file(), (name, prompt)
+
+
+def test_the_plugins_are_cheap_to_import() -> None:
+    """Listing the domains (what ``agentworld record --help`` does) imports no heavy part of any of them."""
+    code = ("import sys; from agentworld.domains.base import plugins; found = plugins(); "
+            "print(len(found)); print(*sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pydantic', 'typer', 'rich', 'httpx', 'torch') or m.startswith(('agentworld.schema', "
+            "'agentworld.envs', 'agentworld.models', 'agentworld.sim', 'agentworld.domains.registry'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)}).stdout.split("\n")
+    assert int(out[0]) >= 7 and out[1] == "", f"importing the plugins pulled in: {out[1]}"
