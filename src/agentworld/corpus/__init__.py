@@ -1,7 +1,8 @@
 """Corpora of real recordings shipped with agentworld.
 
 ``terminal.jsonl`` holds AgentWorldBench rows recorded from a real, sandboxed bash with
-``agentworld.envs`` from the built-in scenarios (``agentworld/envs/scenarios/*.json``). Re-create it
+``agentworld.domains.terminal.record`` from the built-in scenarios
+(``agentworld/domains/terminal/scenarios/*.json``). Re-create it
 with one command (needs bubblewrap and tmux)::
 
     agentworld record terminal --out src/agentworld/corpus/terminal.jsonl --overwrite --seed 0

@@ -34,6 +34,8 @@ class RouteDecision:
     route: Route
     reason: str
     side_effects: bool = True
+    follow: bool = False
+    """The action belongs to the previous step (a bare key, a wait): it goes where that step went."""
 
 
 @runtime_checkable
@@ -78,6 +80,15 @@ class DomainPlugin:
         recorder: reference to a :class:`RecorderCommand` (``agentworld record <name>``).
         corpus: package-data file of recorded rows shipped with the domain (``corpus.jsonl``), if any.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
+        actions: reference to a :class:`agentworld.domains.hooks.DomainActions` — how the simulator
+            parses, renders and shows actions, the initial observation, extra system-prompt sections,
+            the shell's typed lines and the rollout agent's action format (None: free-text actions).
+        ledger: reference to a factory ``(spec: WorldSpec | None) -> Ledger``
+            (:mod:`agentworld.domains.ledger`; None: a ledger that knows nothing).
+        faults: reference to ``render_fault(fault: InjectedFault, parsed: ParsedAction,
+            screens: Sequence[str]) -> str``, an injected error fault shown without a model;
+            ``screens`` are the episode's observations so far, oldest first (None: a generic error
+            text, :func:`agentworld.domains.hooks.generic_fault`).
     """
 
     name: str
@@ -91,6 +102,9 @@ class DomainPlugin:
     recorder: str | None = None
     corpus: str | None = None
     real_note: str = ""
+    actions: str | None = None
+    ledger: str | None = None
+    faults: str | None = None
     extra: dict[str, str] | None = None
     """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
 

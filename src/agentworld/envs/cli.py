@@ -67,7 +67,12 @@ def _terminal(options: RecordTerminalOptions) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from agentworld.envs.record import Scenario, builtin_scenarios_dir, load_scenarios, record_to_jsonl
+    from agentworld.domains.terminal.record import (
+        Scenario,
+        builtin_scenarios_dir,
+        load_scenarios,
+        record_to_jsonl,
+    )
     from agentworld.envs.sandbox import SandboxConfig
     from agentworld.schema import Trajectory
 
@@ -137,7 +142,7 @@ def _search(options: RecordSearchOptions) -> None:
     from rich.console import Console
 
     from agentworld.domains import DOMAINS
-    from agentworld.envs.record import trajectory_rows
+    from agentworld.domains.terminal.record import trajectory_rows
     from agentworld.envs.search import DOMAIN, load_search_scenarios, record_search
     from agentworld.envs.search_index import SearchIndex, default_docs_dir
     from agentworld.io import atomic_write_jsonl
