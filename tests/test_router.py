@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentworld.domains.actions import format_terminal_action
 from agentworld.domains.terminal.env import TerminalEnvironment
 from agentworld.domains.terminal.routing import (
     at_shell_prompt,
@@ -147,6 +148,9 @@ def test_action_forms_and_prompt_detection() -> None:
     first_turn = ('**Current State:**\n```\nroot@abc:/app#\n```\n\n'
                   '**Action:**\n```json\n[{"keystrokes": "ls\\n"}]\n```')
     assert keystroke_steps(first_turn) == [{"keystrokes": "ls\n"}]
+    typed = [{"keystrokes": "echo '**Action:** ```'\n", "duration": 1.0}]
+    screen = "root@abc:/app# echo '**Action:**'\n**Action:**\nroot@abc:/app#"
+    assert keystroke_steps(format_terminal_action(typed, screen)) == typed
     with pytest.raises(ValueError, match="keystroke"):
         keystroke_steps("ls")
     assert at_shell_prompt("root@abc:/app# ls\na\nroot@abc:/app#")

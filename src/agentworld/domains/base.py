@@ -110,7 +110,7 @@ class DomainPlugin:
     ledger: str | None = None
     faults: str | None = None
     extra: dict[str, str] | None = None
-    """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
+    """Further references a domain exposes beyond the fields above."""
     package: str = ""
     """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``corpus`` and
     ``heldout_scenarios`` are files inside it."""

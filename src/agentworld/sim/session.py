@@ -147,7 +147,7 @@ class Simulator:
 
     async def _render_fault(self, fault: InjectedFault, parsed: ParsedAction, text: str,
                             turn: int) -> StepResult:
-        screens = [self._initial, *(turn.observation for turn in self._history)]
+        screens = [self._initial, *(record.observation for record in self._history)]
         template = fault_template(self._spec.domain, fault, parsed, screens)
         if self.model is None:
             return StepResult(observation=template, source="template", turn=turn, fault=fault, is_error=True)

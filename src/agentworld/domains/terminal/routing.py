@@ -158,6 +158,27 @@ def classify_script(text: str, *, strict: bool = False) -> RouteDecision:
     return RouteDecision("real", f"safe and local: {names}" if names else "no program", side_effects=False)
 
 
+def _row_action(text: str) -> Any:
+    """The JSON after ``**Action:**`` in a row's action text (the screen before it may hold anything)."""
+    for head in re.finditer(re.escape(ACTION_HEAD), text):
+        rest = text[head.end():].lstrip()
+        if rest.startswith("```"):
+            rest = rest[3:].removeprefix("json").lstrip()
+        try:
+            return json.JSONDecoder().raw_decode(rest)[0]  # backticks typed inside the JSON stay text
+        except ValueError:
+            continue
+    raise ValueError(f"not a terminal keystroke action: {text[:80]!r}")
+
+
+def _loose_action(text: str) -> Any:
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    try:
+        return json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        raise ValueError(f"not a terminal keystroke action: {text[:80]!r}") from None
+
+
 def keystroke_steps(action: Action) -> list[dict[str, Any]]:
     """A terminal action as a keystroke list (from the list, one step, its JSON or ``**Action:**`` text).
 
@@ -165,12 +186,7 @@ def keystroke_steps(action: Action) -> list[dict[str, Any]]:
     """
     steps: Any = action
     if isinstance(action, str):
-        action = action[action.rindex(ACTION_HEAD) + len(ACTION_HEAD):] if ACTION_HEAD in action else action
-        fenced = re.search(r"```(?:json)?\s*(.*?)```", action, re.S)
-        try:
-            steps = json.loads(fenced.group(1) if fenced else action)
-        except ValueError:
-            raise ValueError(f"not a terminal keystroke action: {action[:80]!r}") from None
+        steps = _row_action(action) if ACTION_HEAD in action else _loose_action(action)
     steps = [steps] if isinstance(steps, Mapping) else steps
     if not isinstance(steps, list | tuple) or not all(
             isinstance(s, Mapping) and isinstance(s.get("keystrokes", ""), str) for s in steps):
