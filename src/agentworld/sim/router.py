@@ -94,6 +94,7 @@ class Router:
         self._options = dict(environment_options or {})
         self._env: RealEnvironment | None = None
         self._domain: str | None = None
+        self._found: dict[str, tuple[EnvironmentFactory | None, Callable[..., RouteDecision] | None]] = {}
         self._lock = threading.Lock()
         self.real_steps = 0
         self.diverged = False
@@ -114,8 +115,13 @@ class Router:
         self._last = decision.route
         return decision
 
+    def _hooks(self, domain: str) -> tuple[EnvironmentFactory | None, Callable[..., RouteDecision] | None]:
+        if domain not in self._found:
+            self._found[domain] = environment_of(domain)
+        return self._found[domain]
+
     def _decide(self, domain: str, action: Any) -> RouteDecision:
-        factory, rule = environment_of(domain)
+        factory, rule = self._hooks(domain)
         if self._factory is None and factory is None:
             if self.policy == "real":
                 require_environment(domain)
@@ -160,7 +166,7 @@ class Router:
             if factory is None:
                 if self._domain is None:
                     raise AgentWorldError("Router: no domain routed yet, so no real environment to open")
-                found, _ = environment_of(self._domain)
+                found, _ = self._hooks(self._domain)
                 if found is None:
                     require_environment(self._domain)
                 factory = found
