@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from agentworld.domains import base
-from agentworld.domains.base import DomainPlugin
+from agentworld.domains.base import DomainPlugin, register_domain, unregister_domain
 from agentworld.domains.hooks import ActionError, DomainActions, ParsedAction, RawAction
 from agentworld.domains.ledger import Contradiction
 from agentworld.domains.registry import Domain, DomainRegistry
@@ -90,12 +89,12 @@ def render_fault(fault: InjectedFault, parsed: ParsedAction, screens: Sequence[s
 
 
 @pytest.fixture
-def tally(monkeypatch: pytest.MonkeyPatch) -> Iterator[DomainRegistry]:
-    monkeypatch.setitem(base._EXTRA, NAME, DomainPlugin(
-        name=NAME, display="Tally", actions=f"{__name__}:ACTIONS", ledger=f"{__name__}:open_ledger",
-        faults=f"{__name__}:render_fault"))
+def tally() -> Iterator[DomainRegistry]:
+    register_domain(DomainPlugin(name=NAME, display="Tally", actions=f"{__name__}:ACTIONS",
+                                 ledger=f"{__name__}:open_ledger", faults=f"{__name__}:render_fault"))
     yield DomainRegistry({NAME: Domain(name=NAME, display="Tally", system_prompt="Simulate a tally.",
                                        judge_system_prompt="Judge.")})
+    unregister_domain(NAME)
 
 
 def wrap(text: str) -> str:

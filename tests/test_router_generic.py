@@ -13,9 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.domains import base
-from agentworld.domains.base import DomainPlugin, RouteDecision
-from agentworld.domains.registry import DOMAINS, Domain, DomainRegistry
+from agentworld.domains.base import DomainPlugin, RouteDecision, plugins, register_domain, unregister_domain
+from agentworld.domains.registry import Domain, DomainRegistry
 from agentworld.errors import AgentWorldError
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.sim import Simulator, WorldSpec
@@ -63,15 +62,16 @@ def decide(action: str) -> RouteDecision:
 
 
 @pytest.fixture
-def counter(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setitem(base._EXTRA, "counter", DomainPlugin(
-        name="counter", display="Counter", environment=f"{__name__}:open_counter",
-        routing=f"{__name__}:decide"))
-    monkeypatch.setitem(base._EXTRA, "sketch", DomainPlugin(
-        name="sketch", display="Sketch", real_note="drawings exist only in the model"))
+def counter() -> Iterator[str]:
+    register_domain(DomainPlugin(name="counter", display="Counter", environment=f"{__name__}:open_counter",
+                                 routing=f"{__name__}:decide"))
+    register_domain(DomainPlugin(name="sketch", display="Sketch",
+                                 real_note="drawings exist only in the model"))
     OPENED.clear()
     yield "counter"
     OPENED.clear()
+    unregister_domain("counter")
+    unregister_domain("sketch")
 
 
 def test_the_domains_rules_route_and_a_model_step_with_side_effects_ends_real_steps(counter: str) -> None:
@@ -140,7 +140,7 @@ def test_the_simulator_sends_the_row_text_to_the_real_environment(counter: str) 
 
 
 def test_cli_route_real_for_a_domain_without_an_environment_is_one_clear_error() -> None:
-    prompt_only = next(d.name for d in DOMAINS if (p := base.plugin(d.name)) is None or p.environment is None)
+    prompt_only = next(p.name for p in plugins().values() if p.environment is None)
     result = CliRunner().invoke(app, ["shell", "--domain", prompt_only, "--route", "real", "--model", "none"],
                                 input=":quit\n")
     assert result.exit_code == 2, result.output

@@ -1,10 +1,19 @@
-"""The terminal domain: a bash session driven by Terminal-Bench keystroke actions, real in a sandbox."""
+"""The terminal domain: a bash session in a sandbox, driven by Terminal-Bench keystroke batches.
+
+Real: recorder (``agentworld record terminal``), shipped corpus, rules, retrieval keys, routing.
+"""
 
 from agentworld.domains.base import DomainPlugin
 
 PLUGIN = DomainPlugin(
     name="terminal",
     display="Terminal",
+    action_word="command",
+    effect="The shell echoes the command, prints its output and a new prompt.",
+    rules="agentworld.domains.terminal.rules:RULES",
+    retrieval_keys="agentworld.domains.terminal.retrieval:KEYS",
+    recorder="agentworld.domains.terminal.record_cli:COMMAND",
+    corpus="corpus.jsonl",
     environment="agentworld.domains.terminal.env:open_environment",
     routing="agentworld.domains.terminal.routing:decide",
     actions="agentworld.domains.terminal.actions:ACTIONS",
