@@ -271,8 +271,8 @@ class FakeRouter:
     def __init__(self) -> None:
         self.seeds: list[int | None] = []
 
-    def route(self, domain: str, action: Any) -> str:
-        return "real" if action[0]["keystrokes"].startswith("ls") else "model"
+    def route(self, domain: str, action: str) -> str:
+        return "real" if '"keystrokes": "ls' in action else "model"
 
     async def execute(self, action: Any) -> str:
         return "root@h:/app# ls\nreal.txt\nroot@h:/app#\n"

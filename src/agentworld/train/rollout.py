@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.domains.hooks import domain_actions
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import remove_thinking
@@ -47,10 +48,6 @@ Task: {task}
 Reply with exactly one action as a JSON value (you may think first, but end with the JSON).
 When the task is complete, reply with {done} instead."""
 
-_MCP_HELP = ("Call one tool per turn with a JSON object: "
-             '{{"tool_name": "<name>", "arguments": {{...}}}}.\nTools:\n{tools}')
-_TERMINAL_HELP = ('Type into the terminal with a JSON object {"keystrokes": "ls -la\\n"} '
-                  "(end commands with \\n) or a list of such objects.")
 
 
 class Curriculum(BaseModel):
@@ -133,31 +130,19 @@ def parse_agent_action(reply: str, domain: str) -> dict[str, Any] | list[Any] | 
         ActionError: the reply holds no action of the domain's shape.
     """
     text = remove_thinking(reply or "")
+    actions = domain_actions(domain)
     for value in reversed(_json_values(text)):
-        name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
-        if domain == "mcp" and isinstance(value, dict) and isinstance(name, str):
-            return {"tool_name": name, "arguments": value.get("arguments") or {}}
-        if domain == "terminal" and ((isinstance(value, dict) and "keystrokes" in value)
-                                     or (isinstance(value, list) and value and all(
-                                         isinstance(v, dict) and "keystrokes" in v for v in value))):
-            return value
-        if domain not in ("mcp", "terminal") and isinstance(value, dict | list):
-            return value
+        action = actions.agent_action(value)
+        if action is not None:
+            return action
     if text.strip().upper().endswith(DONE):
         return None
     raise ActionError(f"no {domain} action found in the reply: end it with one JSON action, or {DONE}")
 
 
 def agent_system_prompt(spec: WorldSpec, task: str) -> str:
-    """The agent's system prompt: task, action format and (MCP) the tool list."""
-    if spec.domain == "mcp":
-        tools = "\n".join(f"- {t.get('name')}: {t.get('description', '')} "
-                          f"input schema {json.dumps(t.get('inputSchema') or {})}" for t in spec.tools)
-        help_text = _MCP_HELP.format(tools=tools)
-    elif spec.domain == "terminal":
-        help_text = _TERMINAL_HELP
-    else:
-        help_text = "Act with one JSON value in the environment's action format."
+    """The agent's system prompt: task and the domain's action format (MCP: with the tool list)."""
+    help_text = domain_actions(spec.domain).agent_help(spec)
     return AGENT_PROMPT.format(task=task or "explore the environment", action_help=help_text, done=DONE)
 
 
