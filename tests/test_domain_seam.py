@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from graphlib import TopologicalSorter
 from pathlib import Path
@@ -147,3 +150,30 @@ def test_no_cycle_between_layers_apart_from_the_known_upward_imports() -> None:
 
 def test_envs_import_nothing_from_sim() -> None:
     assert [(f, u) for f, here, u in imports() if here == "envs" and u == "sim"] == []
+
+
+def test_the_built_in_domains_are_the_benchmark_domains_each_one_package() -> None:
+    """``schema.DOMAIN_NAMES`` (the data format's seven, below every layer) agrees with the registry."""
+    from agentworld.domains.base import plugins
+    from agentworld.domains.registry import domain_names
+    from agentworld.schema import DOMAIN_NAMES
+
+    packages = sorted(p.parent.name for p in (SRC / "domains").glob("*/__init__.py"))
+    built_in = {n: p for n, p in plugins().items() if p.package.startswith("agentworld.domains.")}
+    assert sorted(built_in) == sorted(DOMAIN_NAMES) == packages
+    assert all(p.package == f"agentworld.domains.{n}" for n, p in built_in.items())
+    assert domain_names()[: len(DOMAIN_NAMES)] == DOMAIN_NAMES
+    for name in DOMAIN_NAMES:
+        for prompt in ("system_prompt", "judge_system_prompt"):
+            assert (SRC / "domains" / name / "prompts" / f"{prompt}.txt").is_file(), (name, prompt)
+
+
+def test_the_plugins_are_cheap_to_import() -> None:
+    """Listing the domains (what ``agentworld record --help`` does) imports no heavy part of any of them."""
+    code = ("import sys; from agentworld.domains.base import plugins; found = plugins(); "
+            "print(len(found)); print(*sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pydantic', 'typer', 'rich', 'httpx', 'torch') or m.startswith(('agentworld.schema', "
+            "'agentworld.envs', 'agentworld.models', 'agentworld.sim', 'agentworld.domains.registry'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)}).stdout.split("\n")
+    assert int(out[0]) >= 7 and out[1] == "", f"importing the plugins pulled in: {out[1]}"

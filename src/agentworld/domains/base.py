@@ -16,11 +16,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from agentworld.errors import AgentWorldError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Route = Literal["real", "model"]
 
