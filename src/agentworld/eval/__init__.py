@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentworld.eval.cache import AsyncJournal, ResponseCache, cache_key
     from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
     from agentworld.eval.infer import PredictionRow, model_request
     from agentworld.eval.judge import JudgeSettings, JudgmentRow, pair_messages, rubric_messages
@@ -19,9 +18,6 @@ if TYPE_CHECKING:
     from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
 
 _EXPORTS = {
-    "AsyncJournal": "agentworld.eval.cache",
-    "ResponseCache": "agentworld.eval.cache",
-    "cache_key": "agentworld.eval.cache",
     "EvalConfig": "agentworld.eval.config",
     "InferConfig": "agentworld.eval.config",
     "JudgeConfig": "agentworld.eval.config",
@@ -40,7 +36,6 @@ _EXPORTS = {
     "score_official_judged": "agentworld.eval.score",
 }
 __all__ = [
-    "AsyncJournal",
     "DomainScore",
     "EvalConfig",
     "InferConfig",
@@ -49,9 +44,7 @@ __all__ = [
     "JudgmentRow",
     "OverallScore",
     "PredictionRow",
-    "ResponseCache",
     "ScoreReport",
-    "cache_key",
     "model_request",
     "pair_messages",
     "rubric_messages",

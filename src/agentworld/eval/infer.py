@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from agentworld.domains.registry import DomainRegistry
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, BackendError, DataError
-from agentworld.eval.cache import ResponseCache
 from agentworld.eval.config import InferFields, RuntimeFields
 from agentworld.io import read_journal
 from agentworld.models.base import ChatBackend, ChatRequest, Usage
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import parse_prediction
 from agentworld.redact import redact_text
 from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples
@@ -57,7 +57,7 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
                   domains: DomainRegistry) -> PredictionRow:
     """Ask the world model (or the cache); a backend failure becomes the row's ``error``."""
     try:
-        result, _ = await cache.call(request, 0, backend.complete)
+        result, _ = await cache.call(backend, request)
     except BACKEND_ERRORS as exc:
         return PredictionRow(id=sample.id, domain=sample.domain, source=backend.name,
                              error=redact_text(f"{type(exc).__name__}: {exc}"))

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.domains.registry import Domain
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval import templates
-from agentworld.eval.cache import ResponseCache
 from agentworld.eval.config import JudgeFields
 from agentworld.eval.infer import BACKEND_ERRORS, read_predictions
 from agentworld.models.base import ChatBackend, ChatRequest, ChatResult, Usage
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge
 from agentworld.redact import redact_text
 from agentworld.schema import BenchSample, Message
@@ -151,7 +151,7 @@ async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: D
     error = PARSE_FAILED
     for attempt in range(settings.retries):
         try:
-            result, _ = await cache.call(request, attempt, backend.complete)
+            result, _ = await cache.call(backend, request, attempt)
         except BACKEND_ERRORS as exc:
             error = redact_text(f"{BACKEND_PREFIX}{type(exc).__name__}: {exc}")
             continue

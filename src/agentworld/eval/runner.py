@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentworld.eval.cache import AsyncJournal, ResponseCache
 from agentworld.eval.config import EvalConfig, InferFields, JudgeConfig
 from agentworld.eval.infer import (
     PredictionRow,
@@ -30,8 +29,9 @@ from agentworld.eval.judge import BACKEND_PREFIX, NO_GENERATION, judge_sample
 from agentworld.eval.prepare import RunState, load_rules, prepare, run_meta
 from agentworld.eval.runfolder import require_run
 from agentworld.eval.score import ScoreReport, score_run_rows
-from agentworld.io import atomic_write_text, dumps, read_journal
+from agentworld.io import AsyncJournal, atomic_write_text, dumps, read_journal
 from agentworld.models.base import ChatBackend
+from agentworld.models.cache import ResponseCache
 from agentworld.schema import BenchSample
 
 __all__ = ["RunState", "Runner", "journal_ids", "load_rules", "needs_judging", "prepare", "run_eval",

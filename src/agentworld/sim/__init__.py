@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentworld.sim.cache import SimCache
+    from agentworld.models.cache import ResponseCache
     from agentworld.sim.controls import FaultInjector, load_control_spec
     from agentworld.sim.history import ActionError
     from agentworld.sim.session import Router, Simulator
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "SimCache": "agentworld.sim.cache",
+    "ResponseCache": "agentworld.models.cache",
     "FaultInjector": "agentworld.sim.controls",
     "load_control_spec": "agentworld.sim.controls",
     "ActionError": "agentworld.sim.history",
@@ -45,9 +45,9 @@ __all__ = [
     "FaultInjector",
     "FaultRule",
     "InjectedFault",
+    "ResponseCache",
     "Router",
     "SessionState",
-    "SimCache",
     "Simulator",
     "StepResult",
     "TurnRecord",
