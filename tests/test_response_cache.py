@@ -89,10 +89,11 @@ def test_files_keyed_the_old_ways_still_answer(tmp_path: Path) -> None:
     old_sim = {"messages": [["user", "ls"]], "settings": {"model": "wm", "max_tokens": 10, "temperature": 0.0,
                                                           "extra": {}}, "seed": 4}
     old_sim_key = hashlib.sha256(orjson.dumps(old_sim, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    atomic_write_jsonl(tmp_path / "eval.jsonl", [{"key": f"{request.key()}#1",
-                                            "result": ChatResult(content="from eval").model_dump(mode="json")}])
-    atomic_write_jsonl(tmp_path / "sim.jsonl", [{"key": old_sim_key,
-                                           "result": ChatResult(content="from sim").model_dump(mode="json")}])
+    def row(key: str, text: str) -> dict[str, object]:
+        return {"key": key, "result": ChatResult(content=text).model_dump(mode="json")}
+
+    atomic_write_jsonl(tmp_path / "eval.jsonl", [row(f"{request.key()}#1", "from eval")])
+    atomic_write_jsonl(tmp_path / "sim.jsonl", [row(old_sim_key, "from sim")])
     silent = ScriptedBackend(name="wm")
     old_eval = ResponseCache(tmp_path / "eval.jsonl")
     assert asyncio.run(old_eval.call(silent, request, attempt=1)).result.content == "from eval"
