@@ -12,8 +12,10 @@ from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
-    from agentworld.eval.infer import PredictionRow, model_request
-    from agentworld.eval.judge import JudgeSettings, JudgmentRow, pair_messages, rubric_messages
+    from agentworld.eval.infer import model_request
+    from agentworld.eval.judge import JudgeSettings, pair_messages, rubric_messages
+    from agentworld.eval.records import JudgmentRow, JudgmentStatus, PredictionRow, RuleRow
+    from agentworld.eval.runfolder import RunFolder
     from agentworld.eval.runner import run_eval, run_judge, score_run
     from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
 
@@ -21,10 +23,13 @@ _EXPORTS = {
     "EvalConfig": "agentworld.eval.config",
     "InferConfig": "agentworld.eval.config",
     "JudgeConfig": "agentworld.eval.config",
-    "PredictionRow": "agentworld.eval.infer",
+    "PredictionRow": "agentworld.eval.records",
+    "JudgmentStatus": "agentworld.eval.records",
+    "RuleRow": "agentworld.eval.records",
+    "RunFolder": "agentworld.eval.runfolder",
     "model_request": "agentworld.eval.infer",
     "JudgeSettings": "agentworld.eval.judge",
-    "JudgmentRow": "agentworld.eval.judge",
+    "JudgmentRow": "agentworld.eval.records",
     "pair_messages": "agentworld.eval.judge",
     "rubric_messages": "agentworld.eval.judge",
     "run_eval": "agentworld.eval.runner",
@@ -42,8 +47,11 @@ __all__ = [
     "JudgeConfig",
     "JudgeSettings",
     "JudgmentRow",
+    "JudgmentStatus",
     "OverallScore",
     "PredictionRow",
+    "RuleRow",
+    "RunFolder",
     "ScoreReport",
     "model_request",
     "pair_messages",
