@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agentworld.eval.runfolder import RunFolder
     from agentworld.eval.runner import run_eval, run_judge, score_run
     from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
+    from agentworld.models.cache import ResponseCache
 
 _EXPORTS = {
     "EvalConfig": "agentworld.eval.config",
@@ -27,6 +28,7 @@ _EXPORTS = {
     "JudgmentStatus": "agentworld.eval.records",
     "RuleRow": "agentworld.eval.records",
     "RunFolder": "agentworld.eval.runfolder",
+    "ResponseCache": "agentworld.models.cache",
     "model_request": "agentworld.eval.infer",
     "JudgeSettings": "agentworld.eval.judge",
     "JudgmentRow": "agentworld.eval.records",
@@ -50,6 +52,7 @@ __all__ = [
     "JudgmentStatus",
     "OverallScore",
     "PredictionRow",
+    "ResponseCache",
     "RuleRow",
     "RunFolder",
     "ScoreReport",
