@@ -11,7 +11,7 @@ from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentworld.domains.spec import load_control_spec
-    from agentworld.sim.cache import SimCache
+    from agentworld.models.cache import ResponseCache
     from agentworld.sim.controls import FaultInjector
     from agentworld.sim.history import ActionError
     from agentworld.sim.session import Router, Simulator
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "SimCache": "agentworld.sim.cache",
+    "ResponseCache": "agentworld.models.cache",
     "FaultInjector": "agentworld.sim.controls",
     "load_control_spec": "agentworld.domains.spec",
     "ActionError": "agentworld.sim.history",
@@ -46,9 +46,9 @@ __all__ = [
     "FaultInjector",
     "FaultRule",
     "InjectedFault",
+    "ResponseCache",
     "Router",
     "SessionState",
-    "SimCache",
     "Simulator",
     "StepResult",
     "TurnRecord",

@@ -17,10 +17,11 @@ from agentworld.domains.hooks import ParsedAction, RawAction, domain_actions, fa
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatBackend, ChatRequest
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import parse_prediction
 from agentworld.schema import OBSERVATION_MARKER, Message, strip_marker
 from agentworld.sim import controls
-from agentworld.sim.cache import CallTally, SimCache, complete
+from agentworld.sim.cache import CallTally, complete
 from agentworld.sim.history import (
     ActionError,
     TokenCounter,
@@ -69,7 +70,7 @@ class Simulator:
     """
 
     def __init__(self, model: ChatBackend | None = None, *, ledger: bool = True,
-                 cache: SimCache | None = None, max_reasks: int = 1, router: Router | None = None,
+                 cache: ResponseCache | None = None, max_reasks: int = 1, router: Router | None = None,
                  domains: DomainRegistry | None = None, token_counter: TokenCounter | None = None) -> None:
         self.model = model
         self.cache = cache
