@@ -8,6 +8,7 @@ imported when a command runs. Example (re-creates the shipped corpus)::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -164,3 +165,15 @@ config_command(app, RecordMcpOptions, _mcp, name="mcp", extra={
     "server": (list[str] | None, typer.Argument(None, help="stdio mode: the real server command, after "
                                                 "--."))})
 config_command(app, RecordSearchOptions, _search, name="search")
+
+
+def _register_swe() -> None:
+    """``record swe``: options and run live in the domain package (light to import; the workspace is
+    imported when the command runs). The registry-generated ``record <name>`` replaces this (issue 10)."""
+    from agentworld.domains.swe.record import COMMAND
+
+    run: Callable[..., None] = COMMAND.run  # type: ignore[assignment]
+    config_command(app, COMMAND.options, run, name="swe", help=COMMAND.help)
+
+
+_register_swe()
