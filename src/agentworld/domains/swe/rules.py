@@ -170,7 +170,8 @@ def _frame_of_call(name: str, args: dict[str, Any]) -> list[str]:
         end = int(args.get("offset") or 0) + int(args.get("limit") or 2000)
         return ["IMPORTANT: The file content has been truncated.",
                 "Action: To read more of the file, you can use the 'offset' and 'limit' parameters in a "
-                f"subsequent 'read_file' call. For example, to read the next section of the file, use offset: {end}.",
+                "subsequent 'read_file' call. For example, to read the next section of the file, use "
+                f"offset: {end}.",
                 "--- FILE CONTENT (truncated) ---"]
     return []
 
