@@ -20,6 +20,8 @@ from typer.testing import CliRunner
 from agentworld.cli import app
 from agentworld.domains.actions import format_tool_action
 from agentworld.domains.base import plugin, resolve
+from agentworld.domains.content import mask
+from agentworld.domains.rules import Session
 from agentworld.domains.swe.record import (
     SweScenario,
     load_swe_scenarios,
@@ -32,9 +34,8 @@ from agentworld.domains.swe.rules import swe_frame_only
 from agentworld.envs.sandbox import ROOT_PREFIX, Sandbox, SandboxError, missing_tools
 from agentworld.envs.workspace import Workspace, WorkspaceConfig
 from agentworld.errors import DataError
-from agentworld.eval.content import mask
 from agentworld.eval.contract import measure_contract
-from agentworld.eval.rules import Session, score_rules
+from agentworld.eval.rules import score_rules
 from agentworld.schema import load_samples
 
 pytestmark = [
@@ -78,7 +79,7 @@ def test_tools_answer_as_the_coding_agent_tools_do(env) -> None:  # type: ignore
         " 1 file changed, 1 insertion(+), 1 deletion(-)", "Error: (none)", "Exit Code: 0", "Signal: (none)",
         "Background PIDs: (none)", "Process Group PGID: 3"]
     assert env.step(act("replace", file_path=INIT, old_string="word", new_string="term")) == (
-        "Failed to edit, expected 1 occurrence but found 47 for old_string in file: /app/inflection/__init__.py")
+        f"Failed to edit, expected 1 occurrence but found 47 for old_string in file: {INIT}")
     found = env.step(act("search_file_content", pattern='3: "TH"', include="*.py"))
     assert found.splitlines() == ['Found 1 match for pattern "3: "TH"" in path "." (filter: "*.py"):', "---",
                                   "File: inflection/__init__.py", 'L232: 3: "th",', "---"]
@@ -91,7 +92,8 @@ def test_tools_answer_as_the_coding_agent_tools_do(env) -> None:  # type: ignore
     todo = env.step(act("todo_write", todos=[{"id": "1", "content": "Fix ordinal", "status": "in_progress"}]))
     assert '[{"id":"1","content":"Fix ordinal","status":"in_progress"}]. Continue on' in todo
     missing = env.step(act("run_shell_command", command="nope-cmd", is_background=False)).splitlines()
-    assert missing[2] == "Output: bash: line 1: nope-cmd: command not found" and missing[4] == "Exit Code: 127"
+    assert missing[2] == "Output: bash: line 1: nope-cmd: command not found"
+    assert missing[4] == "Exit Code: 127"
     assert env.step("ls -la").startswith("Error: the action is not a tool call")
     assert env.step(act("web_fetch", url="https://example.com")).startswith('Tool "web_fetch" not found')
 
@@ -150,10 +152,6 @@ def test_files_the_tools_write_are_the_sandbox_s_own() -> None:
     (act("todo_write", todos=[]), "real", False),
     (act("write_file", file_path="/app/x.py", content=""), "real", True),
     (act("replace", file_path=INIT, old_string="a", new_string="b"), "real", True),
-    (act("run_shell_command", command="git diff && python3 -m pytest -q", is_background=False), "real", False),
-    (act("run_shell_command", command="pip install requests", is_background=False), "model", True),
-    (act("run_shell_command", command="curl -s https://example.com", is_background=False), "model", False),
-    (act("run_shell_command", command="git clone https://x/y.git", is_background=False), "model", True),
     (act("run_shell_command", command="python3 -m http.server", is_background=True), "model", True),
     (act("web_fetch", url="https://example.com"), "model", False),
     (act("save_memory", fact="x"), "model", True),
@@ -161,6 +159,19 @@ def test_files_the_tools_write_are_the_sandbox_s_own() -> None:
 ])
 def test_routing_decides_per_tool(action: str, route: str, side_effects: bool) -> None:
     decision = decide(action)
+    assert (decision.route, decision.side_effects) == (route, side_effects), decision.reason
+
+
+@pytest.mark.parametrize(("command", "route", "side_effects"), [
+    ("git diff && python3 -m pytest -q", "real", False),
+    ("pip install requests", "model", True),
+    ("curl -s https://example.com", "model", False),
+    ("git clone https://x/y.git", "model", True),
+])
+def test_shell_calls_follow_the_terminal_s_rules(command: str, route: str, side_effects: bool) -> None:
+    pytest.importorskip("agentworld.domains.terminal.routing",
+                        reason="the terminal's routing rules land with the simulator seam (issue 10)")
+    decision = decide(act("run_shell_command", command=command, is_background=False))
     assert (decision.route, decision.side_effects) == (route, side_effects), decision.reason
 
 
@@ -184,10 +195,11 @@ def test_environment_close_is_idempotent_and_cleans_up() -> None:
 
 
 HELDOUT = load_swe_scenarios(scenarios_dir() / "heldout.jsonl")
-SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[0].calls), SweScenario("det-b", "six", HELDOUT[3].calls)]
+SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[0].calls),
+             SweScenario("det-b", "six", HELDOUT[3].calls)]
 
 
-@pytest.mark.skipif(not HAS_PYTEST, reason="the sandbox's python3 has no pytest (apt-get install python3-pytest)")
+@pytest.mark.skipif(not HAS_PYTEST, reason="the OS's python3 has no pytest (apt-get install python3-pytest)")
 def test_recording_twice_gives_the_same_observations_but_runtime_metadata() -> None:
     first = [record_swe(s, seed=5, normalised=False) for s in SCENARIOS]
     second = [record_swe(s, seed=5, normalised=False) for s in SCENARIOS]
@@ -204,7 +216,8 @@ def test_recording_twice_gives_the_same_observations_but_runtime_metadata() -> N
 
 
 def test_normalise_fixes_test_durations_only() -> None:
-    text = "....\n455 passed in 1.47s\n== 1 failed, 2 passed, 3 deselected in 0.12s ==\nRan 3 tests in 0.002s\nin 2.5s"
+    text = ("....\n455 passed in 1.47s\n== 1 failed, 2 passed, 3 deselected in 0.12s ==\n"
+            "Ran 3 tests in 0.002s\nin 2.5s")
     assert normalise(text) == ("....\n455 passed in 0.50s\n== 1 failed, 2 passed, 3 deselected in 0.50s ==\n"
                                "Ran 3 tests in 0.050s\nin 2.5s")
 
@@ -227,9 +240,9 @@ def _sleepers() -> list[int]:
 def test_sigkill_of_the_recorder_leaves_no_process_and_no_folder(tmp_path: Path) -> None:
     scenarios = tmp_path / "s.jsonl"
     scenarios.write_text(json.dumps(KILL_SCENARIO) + "\n")
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "record", "swe", "--scenarios", str(scenarios),
-                             "--out", str(tmp_path / "out.jsonl")], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "agentworld", "record", "swe", "--scenarios", str(scenarios),
+               "--out", str(tmp_path / "out.jsonl")]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while not _sleepers() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
@@ -259,7 +272,8 @@ def test_record_command_writes_rows_and_keeps_an_existing_file(tmp_path: Path) -
                                                     "modification time (newest first):")
     again = runner.invoke(app, ["record", "swe", "--scenarios", str(scenarios), "--out", str(out)])
     assert again.exit_code == 2 and "exists; pass --resume" in again.output
-    resumed = runner.invoke(app, ["record", "swe", "--scenarios", str(scenarios), "--out", str(out), "--resume"])
+    resumed = runner.invoke(app, ["record", "swe", "--scenarios", str(scenarios), "--out", str(out),
+                                  "--resume"])
     assert resumed.exit_code == 0 and len(load_samples([out])) == 2
 
 
@@ -267,7 +281,8 @@ def test_bad_scenario_files_name_the_line_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"name": "ok", "repo": "six", "calls": [{"tool": "glob", "arguments": {}}]}\n'
                    '{"name": "x", "repo": "left-pad", "calls": []}\n')
-    with pytest.raises(DataError, match=r"bad.jsonl:2, sample .x., field .repo.: repo must be one of inflection, six"):
+    with pytest.raises(DataError, match=r"bad.jsonl:2, sample .x., field .repo.: repo must be one of "
+                                        r"inflection, six"):
         load_swe_scenarios(bad)
 
 

@@ -22,10 +22,9 @@ ELSEWHERE_READ_ONLY = frozenset({"web_fetch", "google_web_search", "web_search",
 
 
 def _classify_script(command: str) -> RouteDecision:
-    try:  # the terminal's command rules; they move to domains/terminal/routing.py (issue 10)
-        from agentworld.domains.terminal.routing import classify_script  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from agentworld.sim.router import classify_script
+    """The terminal's rules for a command line (lazy: the terminal package is only needed for shell calls)."""
+    from agentworld.domains.terminal.routing import classify_script  # type: ignore[import-not-found,unused-ignore]
+
     decision: Any = classify_script(command)
     return RouteDecision(decision.route, decision.reason, decision.side_effects)
 

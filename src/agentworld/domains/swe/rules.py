@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from agentworld.domains.actions import tool_call
-from agentworld.eval.rules import (
+from agentworld.domains.rules import (
     DomainRules,
     Session,
     Tier,
@@ -25,7 +25,6 @@ from agentworld.eval.rules import (
     lines_of,
     multiset_f1,
     norm,
-    register_rules,
     shape_structure,
 )
 
@@ -183,4 +182,3 @@ def swe_frame_only(_truth: str, session: Session) -> str:
 
 
 RULES = DomainRules(swe_units, swe_tiers, swe_structure, swe_frame, swe_frame_only)
-register_rules("swe")(RULES)
