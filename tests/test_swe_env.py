@@ -195,8 +195,8 @@ def test_environment_close_is_idempotent_and_cleans_up() -> None:
 
 
 HELDOUT = load_swe_scenarios(scenarios_dir() / "heldout.jsonl")
-SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[0].calls),
-             SweScenario("det-b", "six", HELDOUT[3].calls)]
+SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[1].calls),
+             SweScenario("det-b", "six", HELDOUT[2].calls)]
 
 
 @pytest.mark.skipif(not HAS_PYTEST, reason="the OS's python3 has no pytest (apt-get install python3-pytest)")
@@ -205,14 +205,14 @@ def test_recording_twice_gives_the_same_observations_but_runtime_metadata() -> N
     second = [record_swe(s, seed=5, normalised=False) for s in SCENARIOS]
     pairs = [(a, b) for t1, t2 in zip(first, second, strict=True)
              for a, b in zip(t1.turns, t2.turns, strict=True)]
-    assert len(pairs) == 14 and all(a.action == b.action for a, b in pairs)
+    assert len(pairs) == 12 and all(a.action == b.action for a, b in pairs)
     same = sum(mask(a.observation).text == mask(b.observation).text for a, b in pairs)
-    raw_same = sum(a.observation == b.observation for a, b in pairs)
     assert same / len(pairs) >= 0.95, [(a.observation, b.observation) for a, b in pairs
                                        if mask(a.observation).text != mask(b.observation).text]
-    assert raw_same >= len(pairs) - 3, "only test durations may differ"
+    assert all(normalise(a.observation) == normalise(b.observation) for a, b in pairs), (
+        "apart from test durations, the two recordings are the same")
     assert first[0].turns[0].action.startswith("**Current State:**\nWorking directory: /app")
-    assert "FAILED test_inflection.py::test_dasherize" in first[0].turns[4].observation
+    assert "4 passed, 451 deselected in" in first[0].turns[4].observation
 
 
 def test_normalise_fixes_test_durations_only() -> None:

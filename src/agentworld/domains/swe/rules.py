@@ -12,16 +12,18 @@ headers of a diff and the line numbers of a file view.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from agentworld.domains.actions import tool_call
+from agentworld.domains.content import mask
 from agentworld.domains.rules import (
     DomainRules,
     Session,
     Tier,
     clean,
-    generic_tiers,
+    is_metadata,
     lines_of,
     multiset_f1,
     norm,
@@ -87,15 +89,24 @@ def _written(session: Session) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=32)
+def _known(session: Session) -> tuple[frozenset[str], frozenset[str]]:
+    """Lines the session showed and lines it wrote; cached, since one sample is scored many times
+    (the truth, each baseline, each corruption rate) and SWE histories hold whole files."""
+    return session.seen(), frozenset(_written(session))
+
+
 def swe_tiers(units: list[str], session: Session) -> list[Tier]:
-    """Exit codes, edit and error answers, and lines the session wrote are deterministic."""
-    written = _written(session)
+    """Exit codes, edit and error answers, lines the session wrote or showed are deterministic."""
+    seen, written = _known(session)
     tiers: list[Tier] = []
-    for unit, tier in zip(units, generic_tiers(units, session), strict=True):
-        if tier != "metadata" and (_DETERMINISTIC.search(unit) or unit in written):
+    for unit in units:
+        if is_metadata(unit):
+            tiers.append("metadata")
+        elif _DETERMINISTIC.search(unit) or unit in written or norm(mask(unit).text) in seen:
             tiers.append("deterministic")
         else:
-            tiers.append(tier)
+            tiers.append("environment")
     return tiers
 
 
