@@ -194,6 +194,19 @@ def test_environment_close_is_idempotent_and_cleans_up() -> None:
     assert not root.exists()
 
 
+def test_a_recorded_first_action_picks_its_repository() -> None:
+    rows = load_samples([plugin("swe").data_file("corpus.jsonl")])  # type: ignore[union-attr,list-item]
+    first = next(r for r in rows if r.id == "six-explore-t1")
+    environment = resolve(plugin("swe").environment)(seed=0)  # type: ignore[union-attr,arg-type]
+    try:
+        assert environment.step(first.action) == first.ground_truth.split("\n", 1)[1]
+        assert "six.py" in environment.step(act("glob", pattern="*.py"))
+    finally:
+        environment.close()
+    with pytest.raises(SandboxError, match="the SWE environment is closed"):
+        environment.step(first.action)
+
+
 HELDOUT = load_swe_scenarios(scenarios_dir() / "heldout.jsonl")
 SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[1].calls),
              SweScenario("det-b", "six", HELDOUT[2].calls)]
