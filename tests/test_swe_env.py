@@ -91,6 +91,8 @@ def test_tools_answer_as_the_coding_agent_tools_do(env) -> None:  # type: ignore
     assert globbed[1] == "/app/notes/todo.txt", "files changed in the session come first"
     todo = env.step(act("todo_write", todos=[{"id": "1", "content": "Fix ordinal", "status": "in_progress"}]))
     assert '[{"id":"1","content":"Fix ordinal","status":"in_progress"}]. Continue on' in todo
+    huge = env.step(act("run_shell_command", command="yes abcdefghi | head -c 300000", is_background=False))
+    assert "\n... [99999 more characters truncated]\nError: (none)" in huge
     missing = env.step(act("run_shell_command", command="nope-cmd", is_background=False)).splitlines()
     assert missing[2] == "Output: bash: line 1: nope-cmd: command not found"
     assert missing[4] == "Exit Code: 127"
@@ -295,7 +297,7 @@ def test_bad_scenario_files_name_the_line_and_field(tmp_path: Path) -> None:
     bad.write_text('{"name": "ok", "repo": "six", "calls": [{"tool": "glob", "arguments": {}}]}\n'
                    '{"name": "x", "repo": "left-pad", "calls": []}\n')
     with pytest.raises(DataError, match=r"bad.jsonl:2, sample .x., field .repo.: repo must be one of "
-                                        r"inflection, six"):
+                                        r"inflection, six, toolz"):
         load_swe_scenarios(bad)
 
 

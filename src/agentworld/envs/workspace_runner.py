@@ -26,6 +26,8 @@ from typing import Any
 
 IGNORED_DIRS = {".git", "node_modules", "__pycache__", ".pytest_cache"}
 MAX_READ_LINES = 2000
+MAX_OUTPUT_CHARS = 200_000
+"""A shell command's output is cut here (the agent's tools cap what they hand the model too)."""
 RECENT_S = 24 * 3600
 TODO_FILE = "/root/.agentworld-todos.json"
 TODO_STATUSES = ("pending", "in_progress", "completed")
@@ -121,6 +123,9 @@ def run_shell_command(args: dict[str, Any], root: Path, timeout: float) -> str:
         raw, _ = proc.communicate()
         error = f"Command timed out after {timeout:g} seconds."
     output = raw.decode("utf-8", "replace").rstrip("\n")
+    if len(output) > MAX_OUTPUT_CHARS:
+        cut = len(output) - MAX_OUTPUT_CHARS
+        output = f"{output[:MAX_OUTPUT_CHARS]}\n... [{cut} more characters truncated]"
     code = proc.returncode
     exit_code, sig = (str(code), "(none)") if code >= 0 else ("(none)", str(-code))
     return "\n".join([f"Command: {command}", f"Directory: {directory or '(root)'}",

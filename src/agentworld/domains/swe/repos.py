@@ -2,9 +2,9 @@
 
 Why vendored: recording must run offline and give the same files every time, so the sdists
 (``pip download --no-binary :all: --no-deps <name>==<version>`` from PyPI, unpacked with their
-tests) sit in ``repos/`` byte for byte, checked against their SHA-256 before use. Both are tiny,
-pure Python, MIT-licensed (the licence travels inside each archive), and their test suites run in
-about a second with the OS's ``python3-pytest``.
+tests) sit in ``repos/`` byte for byte, checked against their SHA-256 before use. All are small and
+pure Python under permissive licences (MIT, BSD; the licence file travels inside each archive), and
+their test suites run in seconds with the OS's ``python3-pytest``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ REPOSITORIES: dict[str, Repository] = {r.name: r for r in (
     Repository("six", "1.16.0",
                "1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926", "MIT",
                "Python 2 and 3 compatibility utilities"),
+    Repository("toolz", "0.12.0",
+               "88c570861c440ee3f2f6037c4654613228ff40c93a6c25e0eba70d17282c6194", "BSD-3-Clause",
+               "functional utilities for iterables, functions and dictionaries (a package with its tests)"),
 )}
 
 

@@ -89,7 +89,7 @@ def _written(session: Session) -> set[str]:
     return out
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=512)
 def _known(session: Session) -> tuple[frozenset[str], frozenset[str]]:
     """Lines the session showed and lines it wrote; cached, since one sample is scored many times
     (the truth, each baseline, each corruption rate) and SWE histories hold whole files."""
