@@ -232,9 +232,9 @@ def test_recording_twice_gives_the_same_observations_but_runtime_metadata() -> N
 
 def test_normalise_fixes_test_durations_only() -> None:
     text = ("....\n455 passed in 1.47s\n== 1 failed, 2 passed, 3 deselected in 0.12s ==\n"
-            "Ran 3 tests in 0.002s\nin 2.5s")
+            "Ran 3 tests in 0.002s\nin 2.5s\n455 tests collected in 0.39s")
     assert normalise(text) == ("....\n455 passed in 0.50s\n== 1 failed, 2 passed, 3 deselected in 0.50s ==\n"
-                               "Ran 3 tests in 0.050s\nin 2.5s")
+                               "Ran 3 tests in 0.050s\nin 2.5s\n455 tests collected in 0.50s")
 
 
 KILL_SCENARIO = {"name": "sleeper", "repo": "six", "calls": [
