@@ -3,6 +3,7 @@ its routing, recorder and rules (real bubblewrap, real git and pytest; no mocks)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from agentworld.errors import DataError
 from agentworld.eval.contract import measure_contract
 from agentworld.eval.rules import score_rules
 from agentworld.schema import load_samples
+from agentworld.sim.router import Router
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -171,10 +173,27 @@ def test_routing_decides_per_tool(action: str, route: str, side_effects: bool) -
     ("git clone https://x/y.git", "model", True),
 ])
 def test_shell_calls_follow_the_terminal_s_rules(command: str, route: str, side_effects: bool) -> None:
-    pytest.importorskip("agentworld.domains.terminal.routing",
-                        reason="the terminal's routing rules land with the simulator seam (issue 10)")
     decision = decide(act("run_shell_command", command=command, is_background=False))
     assert (decision.route, decision.side_effects) == (route, side_effects), decision.reason
+
+
+def test_the_generic_router_runs_swe_steps_for_real_until_a_model_step_changes_the_world() -> None:
+    router = Router("rules", domain="swe", seed=2)
+    try:
+        read = act("read_file", absolute_path="/app/setup.py")
+        assert router.decide("swe", read).route == "real"
+        assert "setup(" in asyncio.run(router.execute(read))
+        status = act("run_shell_command", command="git status --short && echo clean", is_background=False)
+        assert router.decide("swe", status).route == "real"
+        assert "Output: clean\n" in asyncio.run(router.execute(status))
+        assert router.decide("swe", act("run_shell_command", command="pip install x", is_background=False),
+                             ).route == "model"
+        assert router.diverged
+        assert router.decide("swe", read).reason == "an earlier model step changed the world"
+        cmake = act("run_shell_command", command="cmake --build .", is_background=False)
+        assert decide(cmake, prefer="cost").route == "model", "prefer=cost runs only well-known commands"
+    finally:
+        router.close()
 
 
 def test_plugin_names_every_part() -> None:

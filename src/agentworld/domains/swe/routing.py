@@ -10,7 +10,7 @@ model changes the world, a ``ping`` does not). Tools the workspace does not have
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from agentworld.domains.actions import tool_call
 from agentworld.domains.base import RouteDecision
@@ -21,16 +21,20 @@ ELSEWHERE_READ_ONLY = frozenset({"web_fetch", "google_web_search", "web_search",
 """Tools of coding agents that the workspace lacks but that change nothing in it."""
 
 
-def _classify_script(command: str) -> RouteDecision:
+def _classify_script(command: str, strict: bool) -> RouteDecision:
     """The terminal's rules for a command line (lazy: the terminal package is only needed for shell calls)."""
-    from agentworld.domains.terminal.routing import classify_script  # type: ignore[import-not-found,unused-ignore]
+    from agentworld.domains.terminal.routing import classify_script
 
-    decision: Any = classify_script(command)
+    decision: Any = classify_script(command, strict=strict)
     return RouteDecision(decision.route, decision.reason, decision.side_effects)
 
 
-def decide(action: str) -> RouteDecision:
-    """Route one SWE action text (a tool call); see the module docstring for the rules."""
+def decide(action: str, *, prefer: Literal["fidelity", "cost"] = "fidelity") -> RouteDecision:
+    """Route one SWE action text (a tool call); see the module docstring for the rules.
+
+    With ``prefer="cost"`` a shell command runs for real only when every program in it is a
+    well-known cheap one (the terminal's ``prefer="cost"``).
+    """
     call = tool_call(action)
     if call is None:
         return RouteDecision("model", "not a tool call", side_effects=False)
@@ -47,7 +51,7 @@ def decide(action: str) -> RouteDecision:
             return RouteDecision("real", "an empty command is refused by the tool itself", side_effects=False)
         if args.get("is_background") is True:
             return RouteDecision("model", "background processes do not outlive a call in the workspace")
-        return _classify_script(command)
+        return _classify_script(command, strict=prefer == "cost")
     if name in ELSEWHERE_READ_ONLY:
         return RouteDecision("model", f"{name} is not a workspace tool", side_effects=False)
     return RouteDecision("model", f"{name} is not a workspace tool")
