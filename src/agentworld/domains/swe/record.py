@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.domains.actions import format_tool_action
 from agentworld.domains.base import RecorderCommand
 from agentworld.errors import AgentWorldError, DataError
+from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
 
 DOMAIN = "swe"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -123,15 +124,14 @@ def normalise(text: str) -> str:
     return _DURATIONS[1].sub(r"\g<1>0.050s", text)
 
 
-def record_swe(scenario: SweScenario, *, seed: int = 0, normalised: bool = True) -> Any:
+def record_swe(scenario: SweScenario, *, seed: int = 0, normalised: bool = True) -> Trajectory:
     """Record one scenario in a fresh workspace and return its :class:`~agentworld.schema.Trajectory`."""
     from agentworld.domains import DOMAINS
     from agentworld.domains.swe.env import SweEnvironment
-    from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
 
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
-    turns: list[Any] = []
+    turns: list[Turn] = []
     with SweEnvironment(scenario.repo, seed=f"{seed}:{scenario.name}") as env:
         state: str | None = env.initial_observation()
         for call in scenario.calls:
@@ -150,7 +150,7 @@ def record_swe(scenario: SweScenario, *, seed: int = 0, normalised: bool = True)
                       system_prompt=DOMAINS[DOMAIN].system_prompt, turns=tuple(turns), meta=meta)
 
 
-def trajectory_rows(trajectory: Any) -> list[dict[str, Any]]:
+def trajectory_rows(trajectory: Trajectory) -> list[dict[str, Any]]:
     """AgentWorldBench rows of a trajectory; each carries the recording's ``meta``."""
     return [{**s.to_row(), "meta": trajectory.meta} for s in trajectory.samples()]
 
