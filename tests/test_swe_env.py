@@ -95,6 +95,10 @@ def test_tools_answer_as_the_coding_agent_tools_do(env) -> None:  # type: ignore
     assert '[{"id":"1","content":"Fix ordinal","status":"in_progress"}]. Continue on' in todo
     huge = env.step(act("run_shell_command", command="yes abcdefghi | head -c 300000", is_background=False))
     assert "\n... [99999 more characters truncated]\nError: (none)" in huge
+    server = env.step(act("run_shell_command", command="echo started; sleep 30",
+                          is_background=True)).splitlines()
+    assert server[2:7] == ["Output: started", "Error: (none)", "Exit Code: 0", "Signal: (none)",
+                           "Background PIDs: 3"], "a background command answers at once with its pid"
     missing = env.step(act("run_shell_command", command="nope-cmd", is_background=False)).splitlines()
     assert missing[2] == "Output: bash: line 1: nope-cmd: command not found"
     assert missing[4] == "Exit Code: 127"
@@ -331,6 +335,11 @@ def test_rules_score_content_apart_from_the_frame() -> None:
     assert score.details["structure"]["hunks"] < 1 and score.overall < 100
     failed = shell.ground_truth.replace("Exit Code: 0", "Exit Code: 1")
     assert not score_rules("swe", failed, shell.ground_truth, shell).verified, "the exit code must match"
+    view = next(r for r in rows if r.ground_truth.count("\nL") >= 3)  # a search result: numbered lines
+    shifted = re.sub(r"\nL(\d+):", lambda m: f"\nL{int(m.group(1)) + 1}:", view.ground_truth)
+    moved = score_rules("swe", shifted, view.ground_truth, view)
+    assert moved.details["structure"]["line_numbers"] == 0 and not moved.verified
+    assert score_rules("swe", view.ground_truth, view.ground_truth, view).overall == 100
 
 
 def test_shipped_corpus_holds_the_rule_tier_contract() -> None:

@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 IGNORED_DIRS = {".git", "node_modules", "__pycache__", ".pytest_cache"}
 MAX_READ_LINES = 2000
 MAX_OUTPUT_CHARS = 200_000
+BACKGROUND_WAIT_S = 1.0
 """A shell command's output is cut here (the agent's tools cap what they hand the model too)."""
 RECENT_S = 24 * 3600
 TODO_FILE = "/root/.agentworld-todos.json"
@@ -113,6 +115,8 @@ def run_shell_command(args: dict[str, Any], root: Path, timeout: float) -> str:
         cwd = resolve(str(root / str(directory)), root, "Directory")
         if not cwd.is_dir():
             raise ToolError(f"Directory '{directory}' is not a registered workspace directory.")
+    if args.get("is_background") is True:
+        return _background(command, directory, cwd)
     proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     error = "(none)"
@@ -122,15 +126,40 @@ def run_shell_command(args: dict[str, Any], root: Path, timeout: float) -> str:
         os.killpg(proc.pid, signal.SIGKILL)
         raw, _ = proc.communicate()
         error = f"Command timed out after {timeout:g} seconds."
+    code = proc.returncode
+    exit_code, sig = (str(code), "(none)") if code >= 0 else ("(none)", str(-code))
+    return _shell_result(command, directory, raw, error, exit_code, sig, "(none)", proc.pid)
+
+
+def _background(command: str, directory: Any, cwd: Path) -> str:
+    """``is_background``: start it, answer after :data:`BACKGROUND_WAIT_S` with what it printed so far.
+
+    The process lives only as long as this call's sandbox process (it is not kept across calls).
+    """
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = proc.wait(timeout=BACKGROUND_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
+        out.seek(0)
+        raw = out.read()
+    running = str(proc.pid) if code is None else "(none)"
+    exit_code = "0" if code is None else str(code) if code >= 0 else "(none)"
+    sig = "(none)" if code is None or code >= 0 else str(-code)
+    return _shell_result(command, directory, raw, "(none)", exit_code, sig, running, proc.pid)
+
+
+def _shell_result(command: str, directory: Any, raw: bytes, error: str, exit_code: str, sig: str,
+                  background: str, pgid: int) -> str:
     output = raw.decode("utf-8", "replace").rstrip("\n")
     if len(output) > MAX_OUTPUT_CHARS:
         cut = len(output) - MAX_OUTPUT_CHARS
         output = f"{output[:MAX_OUTPUT_CHARS]}\n... [{cut} more characters truncated]"
-    code = proc.returncode
-    exit_code, sig = (str(code), "(none)") if code >= 0 else ("(none)", str(-code))
     return "\n".join([f"Command: {command}", f"Directory: {directory or '(root)'}",
                       f"Output: {output or '(empty)'}", f"Error: {error}", f"Exit Code: {exit_code}",
-                      f"Signal: {sig}", "Background PIDs: (none)", f"Process Group PGID: {proc.pid}"])
+                      f"Signal: {sig}", f"Background PIDs: {background}", f"Process Group PGID: {pgid}"])
 
 
 def read_file(args: dict[str, Any], root: Path, _: float) -> str:
