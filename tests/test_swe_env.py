@@ -45,7 +45,6 @@ pytestmark = [
     pytest.mark.skipif(bool(missing_tools()) or shutil.which("git") is None,
                        reason=f"needs bubblewrap and git (missing: {missing_tools() or ['git']})"),
 ]
-HAS_PYTEST = subprocess.run(["python3", "-c", "import pytest"], capture_output=True).returncode == 0
 INIT = "/app/inflection/__init__.py"
 REFUSED = "File path must be within one of the workspace directories: /app"
 runner = CliRunner()
@@ -237,8 +236,10 @@ SCENARIOS = [SweScenario("det-a", "inflection", HELDOUT[1].calls),
              SweScenario("det-b", "six", HELDOUT[2].calls)]
 
 
-@pytest.mark.skipif(not HAS_PYTEST, reason="the OS's python3 has no pytest (apt-get install python3-pytest)")
 def test_recording_twice_gives_the_same_observations_but_runtime_metadata() -> None:
+    with Workspace(config=WorkspaceConfig(git=False)) as ws:
+        if "Exit Code: 0" not in ws.call("run_shell_command", {"command": "python3 -c 'import pytest'"}):
+            pytest.skip("the OS's python3 has no pytest (apt-get install python3-pytest)")
     first = [record_swe(s, seed=5, normalised=False) for s in SCENARIOS]
     second = [record_swe(s, seed=5, normalised=False) for s in SCENARIOS]
     pairs = [(a, b) for t1, t2 in zip(first, second, strict=True)

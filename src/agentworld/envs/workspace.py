@@ -32,8 +32,10 @@ the archive was unpacked."""
 GIT_USER = ("agentworld", "agentworld@localhost")
 """The repository's own ``user.name`` and ``user.email``, so an agent's ``git commit`` works."""
 TREE_LIMIT = 200
-DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
-"""No ``__pycache__`` folders: they would show in ``git status`` and listings of every later turn."""
+DEFAULT_ENV = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"}
+"""No ``__pycache__`` folders (they would show in ``git status`` and listings of every later turn), and
+the OS's ``python3`` (with the OS's pytest) before any ``/usr/local`` one, so a workspace behaves the same
+on machines whose images add their own Python."""
 
 
 @dataclass(frozen=True)
