@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app
 from agentworld.domains.actions import tool_call
-from agentworld.envs.search import SearchTools, load_search_scenarios
+from agentworld.domains.search.record import load_search_scenarios
+from agentworld.domains.search.tools import SearchTools
 from agentworld.envs.search_index import SearchIndex, SearchIndexError, html_to_text
 from agentworld.errors import DataError
 from agentworld.schema import OBSERVATION_MARKER, load_samples

@@ -173,6 +173,19 @@ _TOOL_CALLS = ToolCallKeys()
 _KEYS: dict[str, RetrievalKeys] = {"terminal": TerminalKeys()}
 
 
+_NO_PLUGIN_KEYS: set[str] = set()
+
+
 def retrieval_keys(domain: str | None) -> RetrievalKeys:
-    """The domain's :class:`RetrievalKeys` (tool-call keys for any domain without its own, and for None)."""
-    return _KEYS.get(domain or "", _TOOL_CALLS)
+    """The domain's :class:`RetrievalKeys`: registered here, else its package's ``PLUGIN.retrieval_keys``
+    (imported once), else tool-call keys (also for None)."""
+    name = domain or ""
+    if name and name not in _KEYS and name not in _NO_PLUGIN_KEYS:
+        from agentworld.domains.base import plugin, resolve
+
+        found = plugin(name)
+        if found is not None and found.retrieval_keys:
+            _KEYS[name] = resolve(found.retrieval_keys)
+        else:
+            _NO_PLUGIN_KEYS.add(name)
+    return _KEYS.get(name, _TOOL_CALLS)

@@ -14,6 +14,7 @@ import typer
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.cli_support import cli_flags, config_command, new_app
+from agentworld.domains.search.record import COMMAND as SearchCommand  # until seam generates record <name>
 from agentworld.errors import AgentWorldError
 
 app = new_app("Record real environments: terminal sessions in the sandbox, MCP traffic through a proxy, "
@@ -114,53 +115,12 @@ def _mcp(options: RecordMcpOptions, server: list[str] | None = None) -> None:
     raise typer.Exit(run_stdio_proxy(server or [], options.out, name=options.name, grace_s=options.grace_s))
 
 
-class RecordSearchOptions(BaseModel):
-    """Run search scenarios (web_search, web_extractor, dict_memory) against a local BM25 index of HTML pages.
-
-    The default collection is the Python documentation of the OS package python3-doc; each page's URL is
-    URL_PREFIX plus its path in the folder. Nothing is fetched from the network.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    scenarios: Path = Field(description="Scenario JSON file: a list of {name, calls: [{tool, arguments}]}.")
-    out: Path = Field(description="JSONL file of AgentWorldBench rows to write (atomically).")
-    docs: Path | None = Field(None, description="Folder of HTML pages to index (default: the python3-doc "
-                              "HTML folder).")
-    url_prefix: str = Field("https://docs.python.org/3/", description="URL of the docs folder: a page's URL "
-                            "is this plus its path in the folder.")
-    top_k: int = Field(10, ge=1, le=100, description="Results per query.")
-    overwrite: bool = Field(False, description="Replace an existing OUT.")
-
-
-def _search(options: RecordSearchOptions) -> None:
-    from rich.console import Console
-
-    from agentworld.domains import DOMAINS
-    from agentworld.envs.record import trajectory_rows
-    from agentworld.envs.search import DOMAIN, load_search_scenarios, record_search
-    from agentworld.envs.search_index import SearchIndex, default_docs_dir
-    from agentworld.io import atomic_write_jsonl
-
-    out = options.out
-    if out.exists() and out.stat().st_size and not options.overwrite:
-        raise AgentWorldError(f"{out} exists; pass --overwrite to replace it")
-    scenarios = load_search_scenarios(options.scenarios)
-    docs = options.docs or default_docs_dir()
-    if docs is None:
-        raise AgentWorldError("no --docs folder given and python3-doc is not installed "
-                              "(apt-get install python3-doc)")
-    index = SearchIndex.from_folder(docs, options.url_prefix)
-    prompt = DOMAINS[DOMAIN].system_prompt
-    rows = [row for sc in scenarios
-            for row in trajectory_rows(record_search(sc, index, system_prompt=prompt, top_k=options.top_k))]
-    atomic_write_jsonl(out, rows)
-    Console(stderr=True).print(f"recorded {len(scenarios)} scenario(s), {len(rows)} row(s) over "
-                               f"{len(index.documents)} page(s) → {out}")
+def _search(options: BaseModel) -> None:
+    SearchCommand.run(options)
 
 
 config_command(app, RecordTerminalOptions, _terminal, name="terminal")
 config_command(app, RecordMcpOptions, _mcp, name="mcp", extra={
     "server": (list[str] | None, typer.Argument(None, help="stdio mode: the real server command, after "
                                                 "--."))})
-config_command(app, RecordSearchOptions, _search, name="search")
+config_command(app, SearchCommand.options, _search, name="search", help=SearchCommand.help)

@@ -4,14 +4,13 @@ Why: a search world model has to be scored against real search results, and real
 network. A real document collection indexed locally (the Python documentation from the Debian
 package ``python3-doc``) gives real rankings, titles, URLs, snippets and page texts, reproducibly
 and offline. Each HTML file gets a stable URL (``base_url`` + its path relative to the folder); pages
-are reduced to Markdown-like text with the standard library's :mod:`html.parser`.
+are reduced to Markdown-like text (lxml parses them).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +25,6 @@ MAX_PAGE_BYTES = 4_000_000
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 _SKIP_TAGS = {"script", "style", "head", "nav", "footer", "noscript", "template", "svg"}
 _SKIP_CLASSES = {"sphinxsidebar", "related", "footer", "headerlink", "navigation", "mobile-nav"}
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
-         "wbr"}
 _BLOCK = {"p", "div", "section", "article", "table", "ul", "ol", "dl", "blockquote", "h1", "h2", "h3", "h4",
           "h5", "h6", "pre", "hr", "main", "body"}
 _LINE = {"li", "tr", "dt", "dd", "br"}
@@ -37,29 +34,35 @@ class SearchIndexError(AgentWorldError):
     """The document folder is missing or holds no readable HTML pages."""
 
 
-class _TextParser(HTMLParser):
+class _Text:
     """HTML → Markdown-like text: headings as ``#``, list items as ``- ``, cells joined by `` | ``."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.title_parts: list[str] = []
-        self.stack: list[tuple[str, bool]] = []
         self.pre = 0
 
-    @property
-    def skipping(self) -> bool:
-        return bool(self.stack) and self.stack[-1][1]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        classes = set((dict(attrs).get("class") or "").split())
-        skip = self.skipping or tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
-        if tag == "title":
-            skip = False
-        if tag not in _VOID:
-            self.stack.append((tag, skip))
-        if skip:
+    def data(self, data: str | None) -> None:
+        if not data:
             return
+        if not self.pre:
+            data = re.sub(r"\s+", " ", data)
+            if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
+                data = data.lstrip()
+        if data:
+            self.parts.append(data)
+
+    def element(self, el: Any) -> None:
+        tag = el.tag if isinstance(el.tag, str) else None
+        classes = set((el.get("class") or "").split()) if tag else set()
+        if tag is not None and tag not in _SKIP_TAGS and not classes & _SKIP_CLASSES:
+            self.open(tag)
+            self.data(el.text)
+            for child in el:
+                self.element(child)
+            self.close(tag)
+        self.data(el.tail)
+
+    def open(self, tag: str) -> None:
         if tag in _BLOCK:
             self.parts.append("\n\n")
         elif tag in _LINE:
@@ -73,44 +76,39 @@ class _TextParser(HTMLParser):
         elif tag == "pre":
             self.pre += 1
 
-    def handle_endtag(self, tag: str) -> None:
-        if not any(t == tag for t, _ in self.stack):
-            return
-        while self.stack:
-            name, skip = self.stack.pop()
-            if not skip and name == "pre":
-                self.pre -= 1
-            if skip:
-                pass
-            elif name in _BLOCK:
-                self.parts.append("\n\n")
-            elif name in ("td", "th"):
-                self.parts.append(" ")
-            elif name == "tr":
-                self.parts.append("|")
-            if name == tag:
-                break
-
-    def handle_data(self, data: str) -> None:
-        if self.stack and self.stack[-1][0] == "title":
-            self.title_parts.append(data)
-        elif not self.skipping:
-            if not self.pre:
-                data = re.sub(r"\s+", " ", data)
-                if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
-                    data = data.lstrip()
-            if data:
-                self.parts.append(data)
+    def close(self, tag: str) -> None:
+        if tag == "pre":
+            self.pre -= 1
+        if tag in _BLOCK:
+            self.parts.append("\n\n")
+        elif tag in ("td", "th"):
+            self.parts.append(" ")
+        elif tag == "tr":
+            self.parts.append("|")
 
 
-def html_to_text(html: str) -> tuple[str, str]:
-    """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars."""
-    parser = _TextParser()
-    parser.feed(html)
-    parser.close()
-    lines = [line.rstrip() for line in "".join(parser.parts).splitlines()]
+def html_to_text(html: str | bytes) -> tuple[str, str]:
+    """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars.
+
+    lxml's C parser builds the tree (the pure-Python :mod:`html.parser` took over a minute for the
+    Python documentation); a page that does not parse counts as empty.
+    """
+    import lxml.etree
+    import lxml.html
+
+    raw = html.encode("utf-8") if isinstance(html, str) else html
+    try:
+        root = lxml.html.document_fromstring(raw, parser=lxml.html.HTMLParser(encoding="utf-8"))
+    except (lxml.etree.ParserError, ValueError):
+        return "", ""
+    title_el = root.find(".//title")
+    title = " ".join(title_el.text_content().split()) if title_el is not None else ""
+    body = root.find("body")
+    walker = _Text()
+    if body is not None:
+        walker.element(body)
+    lines = [line.rstrip() for line in "".join(walker.parts).splitlines()]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line if line.strip() else "" for line in lines)).strip()
-    title = " ".join("".join(parser.title_parts).split())
     return title, text
 
 
@@ -149,7 +147,7 @@ def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[
             continue
         if file.stat().st_size > MAX_PAGE_BYTES:
             continue
-        title, text = html_to_text(file.read_text(encoding="utf-8", errors="replace"))
+        title, text = html_to_text(file.read_bytes())
         if text:
             docs.append(Document(url=base + rel.as_posix(), title=title or rel.stem, text=text))
     if not docs:
@@ -207,3 +205,47 @@ def snippet(text: str, query: str, width: int = 200) -> str:
     cut = best[start:start + width]
     cut = cut[:cut.rfind(" ")] if " " in cut else cut
     return ("..." if start else "") + cut + " ..."
+
+
+_STOP = frozenset(["the", "and", "for", "with", "how", "what", "which", "when", "where", "does", "from",
+                   "into", "that", "this", "are", "can", "use", "using", "find", "get", "about", "its"])
+
+
+def relevant_sections(text: str, goal: str, budget: int = 3000) -> list[str]:
+    """The sections of a page (split at its headings) that best answer ``goal``, in page order.
+
+    Why: a reader given a goal returns the evidence, not the whole page (the official search prompt's
+    extractor "with a goal"). Sections are ranked by how many distinct goal words they hold (then by
+    how often), and kept, in page order, until ``budget`` characters are used; one section longer than
+    the budget is cut at a line end. Empty when no section holds a goal word.
+    """
+    wanted = {w for w in tokens(goal) if w not in _STOP and len(w) > 2}
+    sections: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#") or not sections:
+            sections.append(line)
+        else:
+            sections[-1] += "\n" + line
+    scored = []
+    for i, section in enumerate(sections):
+        words = tokens(section)
+        hits = wanted & set(words)
+        if hits:
+            scored.append((-len(hits), -sum(w in wanted for w in words) / (1 + len(words)) ** 0.5, i))
+    chosen: list[int] = []
+    used = 0
+    for *_, i in sorted(scored):
+        size = len(sections[i].strip())
+        if used + size > budget and chosen:
+            continue
+        chosen.append(i)
+        used += size
+        if used >= budget:
+            break
+    out = []
+    for i in sorted(chosen):
+        body = sections[i].strip()
+        if len(body) > budget:
+            body = body[:budget].rsplit("\n", 1)[0] + "\n[...]"
+        out.append(body)
+    return out

@@ -310,21 +310,7 @@ def mcp_frame_only(truth: str, _: Session) -> str:
 register_rules("mcp")(DomainRules(mcp_units, mcp_tiers, json_structure, frame_only=mcp_frame_only))
 
 
-# -- search and GUI trees --------------------------------------------------------------------------
-
-_URL = re.compile(r"https?://\S+")
-_ITEM = re.compile(r"^\s*(?:\d+[.)]|\[\d+\]|#+ |[-*] |Title:)", re.I)
-
-
-def search_structure(pred: str, truth: str, session: Session) -> tuple[float, dict[str, float]]:
-    """Result-list shape: number of URLs and of numbered/titled items, then line shapes."""
-    checks = {"urls": _ratio(len(_URL.findall(pred)), len(_URL.findall(truth))),
-              "items": _ratio(sum(bool(_ITEM.match(x)) for x in pred.splitlines()),
-                              sum(bool(_ITEM.match(x)) for x in truth.splitlines()))}
-    shape, _ = shape_structure(pred, truth, session)
-    checks["shapes"] = shape / 100
-    return 100 * sum(checks.values()) / len(checks), checks
-
+# -- GUI trees --------------------------------------------------------------------------
 
 def _role(line: str) -> str:
     depth = (len(line) - len(line.lstrip())) // 2
@@ -341,11 +327,27 @@ def tree_structure(pred: str, truth: str, _: Session) -> tuple[float, dict[str, 
     return 100 * (0.7 * checks["roles"] + 0.3 * checks["node_count"]), checks
 
 
-register_rules("search")(DomainRules(lines_of, generic_tiers, search_structure))
 register_rules("android", "web", "os")(DomainRules(lines_of, generic_tiers, tree_structure))
 
 
 # -- scoring ---------------------------------------------------------------------------------------
+
+_NO_PLUGIN_RULES: set[str] = set()
+
+
+def rules_for(domain: str) -> DomainRules:
+    """The domain's rules: registered here, else its package's ``PLUGIN.rules`` (imported once), else
+    the generic rules."""
+    if domain not in RULES and domain not in _NO_PLUGIN_RULES:
+        from agentworld.domains.base import plugin, resolve
+
+        found = plugin(domain)
+        if found is not None and found.rules:
+            RULES[domain] = resolve(found.rules)
+        else:
+            _NO_PLUGIN_RULES.add(domain)
+    return RULES.get(domain, GENERIC)
+
 
 def score_rules(domain: str, prediction: str, ground_truth: str,
                 sample: BenchSample | None = None) -> RuleScore:
@@ -354,7 +356,7 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
     Content units (the domain's units minus its frame) are compared with runtime metadata masked
     (``details["line_f1_raw"]``: whole lines, unmasked); see the module docstring for ``overall``.
     """
-    rules = RULES.get(domain, GENERIC)
+    rules = rules_for(domain)
     session = Session.of(domain, sample)
     pred, truth = clean(prediction), clean(ground_truth)
     t_units, p_units = rules.units(truth), rules.units(pred)
@@ -397,4 +399,4 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
 
 def frame_only_prediction(domain: str, ground_truth: str, sample: BenchSample | None = None) -> str:
     """What a predictor that knows the domain's frame and nothing of the content writes."""
-    return RULES.get(domain, GENERIC).frame_only(clean(ground_truth), Session.of(domain, sample))
+    return rules_for(domain).frame_only(clean(ground_truth), Session.of(domain, sample))
