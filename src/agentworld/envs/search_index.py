@@ -39,7 +39,7 @@ class _Text:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        self.pre = 0
+        self.pre = self.item = self.cell = 0
 
     def data(self, data: str | None) -> None:
         if not data:
@@ -63,26 +63,37 @@ class _Text:
         self.data(el.tail)
 
     def open(self, tag: str) -> None:
-        if tag in _BLOCK:
-            self.parts.append("\n\n")
+        if tag in _BLOCK and self.cell:
+            pass  # a table row stays on one line
+        elif tag in _BLOCK and self.parts and self.parts[-1] in ("- ", "| "):
+            pass  # a paragraph that opens a list item stays on the marker's line
+        elif tag in _BLOCK:
+            self.parts.append("\n" if self.item else "\n\n")  # in a list item: a continuation line
         elif tag in _LINE:
             self.parts.append("\n")
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.parts.append("#" * int(tag[1]) + " ")
         elif tag == "li":
             self.parts.append("- ")
+            self.item += 1
         elif tag in ("td", "th"):
             self.parts.append("| ")
+            self.cell += 1
         elif tag == "pre":
             self.pre += 1
 
     def close(self, tag: str) -> None:
         if tag == "pre":
             self.pre -= 1
-        if tag in _BLOCK:
-            self.parts.append("\n\n")
+        elif tag == "li":
+            self.item -= 1
         elif tag in ("td", "th"):
-            self.parts.append(" ")
+            self.cell -= 1
+        if tag in _BLOCK and not self.item and not self.cell:
+            self.parts.append("\n\n")
+        elif (tag in _BLOCK and self.cell) or tag in ("td", "th"):
+            if self.parts and not self.parts[-1].endswith(" "):
+                self.parts.append(" ")
         elif tag == "tr":
             self.parts.append("|")
 

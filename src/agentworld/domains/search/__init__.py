@@ -15,4 +15,5 @@ PLUGIN = DomainPlugin(
     routing="agentworld.domains.search.routing:decide",
     recorder="agentworld.domains.search.record:COMMAND",
     corpus="corpus.jsonl",
+    extra={"render_action": "agentworld.domains.search.tools:render_action"},
 )
