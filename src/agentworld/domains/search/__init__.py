@@ -15,5 +15,6 @@ PLUGIN = DomainPlugin(
     routing="agentworld.domains.search.routing:decide",
     recorder="agentworld.domains.search.record:COMMAND",
     corpus="corpus.jsonl",
+    heldout_scenarios="scenarios/heldout.jsonl",
     extra={"render_action": "agentworld.domains.search.tools:render_action"},
 )

@@ -154,8 +154,8 @@ def _completed(out: Path, scenarios: list[SearchScenario]) -> set[str]:
     return done
 
 
-def run(options: RecordSearchOptions) -> int:
-    """Record the scenarios into OUT; returns the number of rows written."""
+def run(options: RecordSearchOptions) -> None:
+    """Record the scenarios into OUT (one scenario's rows at a time)."""
     from rich.console import Console
 
     from agentworld.domains import DOMAINS
@@ -190,7 +190,6 @@ def run(options: RecordSearchOptions) -> int:
     Console(stderr=True).print(f"recorded {len(scenarios) - len(done)} scenario(s), {rows} row(s) over "
                                f"{len(index.documents)} page(s) → {out}"
                                + (f"; skipped {len(done)} already recorded" if done else ""))
-    return rows
 
 
-COMMAND = RecorderCommand(options=RecordSearchOptions, run=run, help=RecordSearchOptions.__doc__ or "")
+COMMAND = RecorderCommand(options=RecordSearchOptions, run=run)

@@ -23,19 +23,18 @@ from functools import lru_cache
 from typing import Any
 
 from agentworld.domains.actions import tool_call
-from agentworld.domains.search.tools import memory_write_message
-from agentworld.eval.rules import (
+from agentworld.domains.mcp.rules import json_structure, mcp_units
+from agentworld.domains.rules import (
     DomainRules,
     Session,
     Tier,
     clean,
-    json_structure,
     lines_of,
-    mcp_units,
     multiset_f1,
     norm,
     shape_structure,
 )
+from agentworld.domains.search.tools import memory_write_message
 
 _RESULT = re.compile(r"^\[(\d+)\] (\S+)$")
 _NUMBER = re.compile(r"^\[\d+\]$")
