@@ -20,7 +20,7 @@ from agentworld.cli import app
 from agentworld.domains.actions import tool_call
 from agentworld.domains.search.record import load_search_scenarios
 from agentworld.domains.search.tools import SearchTools
-from agentworld.envs.search_index import SearchIndex, SearchIndexError, html_to_text
+from agentworld.envs.search_index import SearchIndex, SearchIndexError, default_docs_dir, html_to_text
 from agentworld.errors import DataError
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 
@@ -356,3 +356,19 @@ def test_search_corpus_holds_the_rule_tier_contract() -> None:
     report = measure_contract([s for s in rows if trajectory_of(s) in keep])
     assert report.violations() == [], report
     assert report.retrieval is not None and report.retrieval > report.baselines["repeat_previous"] + 10
+
+
+@pytest.mark.skipif(default_docs_dir() is None, reason="python3-doc is not installed (install.sh has it)")
+def test_the_shipped_corpus_replays_on_the_installed_python_docs() -> None:
+    from agentworld.domains.search.env import open_environment
+    from agentworld.schema import strip_marker
+
+    finals = [s for s in _corpus() if s.turn_idx == len(s.prompt)]
+    same = total = 0
+    for sample in finals:
+        env = open_environment()
+        for action, observation in zip(sample.prompt, sample.response, strict=True):
+            same += env.step(action) == strip_marker(observation)
+            total += 1
+        env.close()
+    assert total == len(_corpus()) and same / total >= 0.95, f"{same}/{total} observations reproduced"

@@ -23,6 +23,7 @@ MAX_PAGE_BYTES = 4_000_000
 """Bigger files are skipped: a hostile folder must not exhaust memory."""
 
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+_SPACE = re.compile(r"\s+")
 _SKIP_TAGS = {"script", "style", "head", "nav", "footer", "noscript", "template", "svg"}
 _SKIP_CLASSES = {"sphinxsidebar", "related", "footer", "headerlink", "navigation", "mobile-nav"}
 _BLOCK = {"p", "div", "section", "article", "table", "ul", "ol", "dl", "blockquote", "h1", "h2", "h3", "h4",
@@ -45,21 +46,22 @@ class _Text:
         if not data:
             return
         if not self.pre:
-            data = re.sub(r"\s+", " ", data)
+            data = _SPACE.sub(" ", data)
             if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
                 data = data.lstrip()
         if data:
             self.parts.append(data)
 
     def element(self, el: Any) -> None:
-        tag = el.tag if isinstance(el.tag, str) else None
-        classes = set((el.get("class") or "").split()) if tag else set()
-        if tag is not None and tag not in _SKIP_TAGS and not classes & _SKIP_CLASSES:
-            self.open(tag)
-            self.data(el.text)
-            for child in el:
-                self.element(child)
-            self.close(tag)
+        tag = el.tag
+        if isinstance(tag, str) and tag not in _SKIP_TAGS:
+            cls = el.get("class")
+            if not cls or not _SKIP_CLASSES.intersection(cls.split()):
+                self.open(tag)
+                self.data(el.text)
+                for child in el:
+                    self.element(child)
+                self.close(tag)
         self.data(el.tail)
 
     def open(self, tag: str) -> None:
@@ -105,15 +107,16 @@ def html_to_text(html: str | bytes) -> tuple[str, str]:
     Python documentation); a page that does not parse counts as empty.
     """
     import lxml.etree
-    import lxml.html
 
     raw = html.encode("utf-8") if isinstance(html, str) else html
     try:
-        root = lxml.html.document_fromstring(raw, parser=lxml.html.HTMLParser(encoding="utf-8"))
-    except (lxml.etree.ParserError, ValueError):
+        root = lxml.etree.fromstring(raw, lxml.etree.HTMLParser(encoding="utf-8"))
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
+        return "", ""
+    if root is None:
         return "", ""
     title_el = root.find(".//title")
-    title = " ".join(title_el.text_content().split()) if title_el is not None else ""
+    title = " ".join("".join(title_el.itertext()).split()) if title_el is not None else ""
     body = root.find("body")
     walker = _Text()
     if body is not None:
