@@ -372,3 +372,13 @@ def test_the_shipped_corpus_replays_on_the_installed_python_docs() -> None:
             total += 1
         env.close()
     assert total == len(_corpus()) and same / total >= 0.95, f"{same}/{total} observations reproduced"
+
+
+def test_the_simulator_sends_a_search_call_in_the_recorded_row_form() -> None:
+    from agentworld.sim.history import parse_action
+
+    row = next(s for s in _corpus() if s.id == "json-custom-encoder-t1").action
+    call = {"tool_name": "web_search", "arguments": {"query": "json dumps custom object default function"}}
+    assert row == "**Action:**\n```json\n" + json.dumps(call) + "\n```"
+    for given in (call, json.dumps(call), row):
+        assert parse_action("search", given).text("search") == row

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.domains.actions import format_json_action, format_terminal_action, last_prompt
+from agentworld.domains.base import plugin, resolve
 from agentworld.domains.registry import Domain
 from agentworld.errors import AgentWorldError
 from agentworld.schema import OBSERVATION_MARKER, Message
@@ -83,6 +84,10 @@ def parse_action(domain: str, action: str | dict[str, Any] | list[Any]) -> Parse
     if domain == "mcp":
         return _mcp(_json(action, "mcp"))
     text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
+    found = plugin(domain)
+    render = (found.extra or {}).get("render_action") if found is not None else None
+    if render:  # the domain's row form (search: **Action:** + fenced tool call), as its recorder writes
+        text = resolve(render)(action)
     return ParsedAction(payload=text, key=" ".join(text.split()))
 
 
