@@ -284,18 +284,9 @@ def test_plugin_is_light_and_every_reference_resolves() -> None:
     from agentworld.domains.search import PLUGIN
 
     refs = [PLUGIN.rules, PLUGIN.retrieval_keys, PLUGIN.environment, PLUGIN.routing, PLUGIN.recorder,
-            *(PLUGIN.extra or {}).values()]
+            PLUGIN.actions]
     assert all(r is not None and resolve(r) is not None for r in refs)
     assert isinstance(resolve(PLUGIN.recorder or ""), RecorderCommand)
-
-
-def test_an_action_given_as_a_dict_or_bare_json_renders_as_the_row_action() -> None:
-    from agentworld.domains.search.tools import render_action
-
-    call = {"tool_name": "web_search", "arguments": {"query": "json"}}
-    row = "**Action:**\n```json\n{\"tool_name\": \"web_search\", \"arguments\": {\"query\": \"json\"}}\n```"
-    assert render_action(call) == render_action(json.dumps(call)) == render_action(row) == row
-    assert render_action("plain words") == "plain words"
 
 
 def _corpus() -> list[BenchSample]:
@@ -375,10 +366,14 @@ def test_the_shipped_corpus_replays_on_the_installed_python_docs() -> None:
 
 
 def test_the_simulator_sends_a_search_call_in_the_recorded_row_form() -> None:
+    from agentworld.domains.hooks import ActionError, domain_actions
     from agentworld.sim.history import parse_action
 
     row = next(s for s in _corpus() if s.id == "json-custom-encoder-t1").action
     call = {"tool_name": "web_search", "arguments": {"query": "json dumps custom object default function"}}
     assert row == "**Action:**\n```json\n" + json.dumps(call) + "\n```"
+    actions = domain_actions("search")
     for given in (call, json.dumps(call), row):
-        assert parse_action("search", given).text("search") == row
+        assert actions.render(parse_action("search", given)) == row
+    with pytest.raises(ActionError, match="search action must be one JSON tool call"):
+        parse_action("search", "look it up")

@@ -11,4 +11,6 @@ PLUGIN = DomainPlugin(
     display="MCP",
     rules="agentworld.domains.mcp.rules:RULES",
     recorder="agentworld.domains.mcp.record:COMMAND",
+    actions="agentworld.domains.mcp.actions:ACTIONS",
+    ledger="agentworld.domains.mcp.ledger:open_ledger",
 )

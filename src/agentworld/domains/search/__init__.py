@@ -16,5 +16,5 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.search.record:COMMAND",
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
-    extra={"render_action": "agentworld.domains.search.tools:render_action"},
+    actions="agentworld.domains.search.actions:ACTIONS",
 )

@@ -48,17 +48,6 @@ def format_action(call: Call) -> str:
     return format_tool_action(call.tool, call.arguments)
 
 
-def render_action(action: str | dict[str, Any]) -> str:
-    """The row form of an action given as a dict, bare JSON or row text (other text is kept as is).
-
-    Why: the recorder writes ``**Action:**`` + fenced ``{"tool_name", "arguments"}``; a simulator that
-    rendered an agent's call any other way would ask the model (and retrieval) in another format.
-    """
-    text = action if isinstance(action, str) else json.dumps(action, ensure_ascii=False)
-    found = tool_call(text)
-    return format_tool_action(*found) if found else text
-
-
 def parse_action(action: str) -> Call:
     """The tool call in an action text (the row's action), or :class:`ToolError` saying what is wrong."""
     found = tool_call(action)
