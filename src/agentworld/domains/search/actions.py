@@ -2,7 +2,8 @@
 recorder writes it (``**Action:**`` + a fenced ``{"tool_name", "arguments"}``).
 
 Why: a call reaches the world model (and retrieval) in the form of the recorded rows whatever form the
-caller gave — a dict, bare JSON, or the row text itself.
+caller gave — a dict, bare JSON, or the row text itself. Text that holds no tool call is kept as free
+text (a plain query typed into the shell).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from typing import Any
 
 from agentworld.domains.actions import format_json_action, tool_call
-from agentworld.domains.hooks import ActionError, DomainActions, ParsedAction, RawAction
+from agentworld.domains.hooks import DomainActions, ParsedAction, RawAction
 from agentworld.domains.spec import WorldSpec
 
 SHAPE = '{"tool_name": "web_search", "arguments": {"query": "..."}}'
@@ -26,16 +27,17 @@ class SearchActions(DomainActions):
     shape = SHAPE
 
     def parse(self, action: RawAction) -> ParsedAction:
+        """A tool call in any of its forms; other text stays free text (a plain query), as before."""
         found = tool_call(action if isinstance(action, str) else json.dumps(action, ensure_ascii=False))
         if found is None:
-            raise ActionError(f"search action must be one JSON tool call {SHAPE}")
+            return super().parse(action)
         name, args = found
         key = f"{name} {json.dumps(args, sort_keys=True, ensure_ascii=False)}"
         return ParsedAction(payload={"tool_name": name, "arguments": args}, key=key, tool=name,
                             arguments=args)
 
     def render(self, parsed: ParsedAction, initial: str | None = None) -> str:
-        return format_json_action(parsed.payload)
+        return format_json_action(parsed.payload) if isinstance(parsed.payload, dict) else str(parsed.payload)
 
     def initial_observation(self, spec: WorldSpec, seed: int) -> str:
         """Empty: no results seen, no memory (the official prompt's initial state)."""
