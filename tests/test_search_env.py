@@ -111,6 +111,12 @@ def test_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
         SearchIndex.from_folder(tmp_path)
 
 
+def test_a_missing_search_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "bm25s", None)  # what an environment without the extra has
+    with pytest.raises(SearchIndexError, match=r"needs bm25s: pip install 'agentworld\[search\]'"):
+        SearchIndex.from_folder(DOCS)
+
+
 def _scenarios(tmp_path: Path) -> Path:
     path = tmp_path / "scenarios.json"
     path.write_text(json.dumps([

@@ -32,7 +32,15 @@ _LINE = {"li", "tr", "dt", "dd", "br"}
 
 
 class SearchIndexError(AgentWorldError):
-    """The document folder is missing or holds no readable HTML pages."""
+    """The document folder is missing or holds no readable HTML pages, or the search extra is missing."""
+
+
+def _need(module: str) -> None:
+    """Import ``module`` or say which extra brings it (a clear error instead of a traceback)."""
+    try:
+        __import__(module)
+    except ImportError:
+        raise SearchIndexError(f"the search index needs {module}: pip install 'agentworld[search]'") from None
 
 
 class _Text:
@@ -150,6 +158,7 @@ def default_docs_dir() -> Path | None:
 
 def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[Document]:
     """Every ``*.html`` page under ``folder`` (sorted by path, so URLs and ranks are reproducible)."""
+    _need("lxml")
     root = Path(folder)
     if not root.is_dir():
         raise SearchIndexError(f"{root}: no such document folder")
@@ -173,6 +182,7 @@ class SearchIndex:
     """BM25 (``bm25s``) over page titles and texts; titles count twice, as engines weight them up."""
 
     def __init__(self, documents: list[Document]) -> None:
+        _need("bm25s")
         import bm25s
 
         self.documents = list(documents)
