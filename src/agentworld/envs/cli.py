@@ -48,12 +48,21 @@ class RecordMcpOptions(BaseModel):
     HTTP: run 'agentworld record mcp --out S.jsonl --url http://127.0.0.1:8000/mcp', then point the client
     at the URL printed on stderr. Each answered tool call is appended to OUT as it happens; the rows of
     one session make one trajectory (ingest format 'recording').
+    Scenarios: 'agentworld record mcp --scenarios FILE --out OUT [-- SERVER COMMAND...]' runs a real MCP
+    client through this proxy for each scenario, against its server (git, time, filesystem, memory) in a
+    fresh folder shown as /workspace, and writes AgentWorldBench rows.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     out: Path = Field(description="JSONL file to append to: an AgentWorldBench row per answered tool call, "
-                      "as it is answered.")
+                      "as it is answered (with --scenarios: the rows of each recorded scenario).")
+    scenarios: Path | None = Field(None, description="Scenario file (JSON lines: name, server, files, calls) "
+                                   "to record with a scripted MCP client; a server command after -- "
+                                   "replaces each scenario's server ({root} is its folder).")
+    resume: bool = Field(False, description="With --scenarios: keep OUT and record only the scenarios not "
+                         "complete in it.")
+    overwrite: bool = Field(False, description="With --scenarios: replace an existing OUT.")
     name: str | None = Field(None, description="Trajectory id prefix (default: the server's name).")
     url: str | None = Field(None, description="Streamable-HTTP MCP server to proxy, e.g. "
                             "http://127.0.0.1:8000/mcp (instead of a server command).")
@@ -102,16 +111,9 @@ def _terminal(options: RecordTerminalOptions) -> None:
 
 
 def _mcp(options: RecordMcpOptions, server: list[str] | None = None) -> None:
-    if (options.url is None) == (not server):
-        raise AgentWorldError("give either a server command after -- (stdio) or --url (HTTP), not both")
-    if options.url is not None:
-        from agentworld.envs.mcp_proxy_http import run_http_proxy
+    from agentworld.domains.mcp.record import run
 
-        raise typer.Exit(run_http_proxy(options.url, options.out, name=options.name,
-                                        listen_port=options.listen_port))
-    from agentworld.envs.mcp_proxy_stdio import run_stdio_proxy
-
-    raise typer.Exit(run_stdio_proxy(server or [], options.out, name=options.name, grace_s=options.grace_s))
+    run(options, server)
 
 
 class RecordSearchOptions(BaseModel):
