@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -77,6 +78,8 @@ class DomainPlugin:
             step may run for real and none is safe to imagine; without one: always the model).
         recorder: reference to a :class:`RecorderCommand` (``agentworld record <name>``).
         corpus: package-data file of recorded rows shipped with the domain (``corpus.jsonl``), if any.
+        heldout_scenarios: package-data file of scenarios kept out of the corpus, in the form the
+            domain's recorder reads (``scenarios/heldout.jsonl``): what ``agentworld demo`` records fresh.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
     """
 
@@ -90,9 +93,22 @@ class DomainPlugin:
     routing: str | None = None
     recorder: str | None = None
     corpus: str | None = None
+    heldout_scenarios: str | None = None
     real_note: str = ""
     extra: dict[str, str] | None = None
     """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
+    package: str = ""
+    """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``corpus`` and
+    ``heldout_scenarios`` are files inside it."""
+
+    def data_file(self, relative: str | None) -> Path | None:
+        """A package-data file of this domain (``corpus``, ``heldout_scenarios``), when it exists."""
+        if not relative or not self.package:
+            return None
+        from importlib import resources
+
+        path = Path(str(resources.files(self.package).joinpath(relative)))
+        return path if path.is_file() else None
 
 
 def resolve(reference: str) -> Any:
@@ -130,7 +146,7 @@ def plugins() -> dict[str, DomainPlugin]:
     for name in names:
         plugin = getattr(importlib.import_module(name), "PLUGIN", None)
         if isinstance(plugin, DomainPlugin):
-            found[plugin.name] = plugin
+            found[plugin.name] = plugin if plugin.package else replace(plugin, package=name)
     return {**found, **_EXTRA}
 
 
