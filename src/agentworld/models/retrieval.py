@@ -298,7 +298,7 @@ class RetrievalBackend:
 def _retrieval(corpus: Iterable[CorpusItem] | None = None,
                exclude: Callable[[BenchSample], bool] | None = None) -> RetrievalBackend:
     if corpus is None:
-        corpus, label = default_corpus(), "the shipped terminal corpus"
+        corpus, label = default_corpus(), "the shipped corpora"
         return RetrievalBackend(RetrievalIndex(corpus, exclude, label=label))
     return RetrievalBackend(RetrievalIndex(corpus, exclude))
 

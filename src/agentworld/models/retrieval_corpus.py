@@ -110,10 +110,18 @@ def describe_corpus(corpus: Sequence[CorpusItem]) -> str:
 
 
 def default_corpus() -> list[Path]:
-    """The shipped terminal corpus, when it is installed."""
+    """The shipped corpora: the terminal's, then each domain package's (``DomainPlugin.corpus``)."""
+    from agentworld.domains.base import plugins
+
+    paths: list[Path] = []
     try:
         from agentworld.corpus import corpus_path  # type: ignore[import-not-found,unused-ignore]
+
+        paths.append(Path(corpus_path("terminal")))
     except ImportError:
-        return []
-    path = Path(corpus_path("terminal"))
-    return [path] if path.is_file() else []
+        pass
+    for plugin in plugins().values():
+        shipped = plugin.data_file(plugin.corpus)
+        if shipped is not None:
+            paths.append(shipped)
+    return [path for path in dict.fromkeys(paths) if path.is_file()]

@@ -12,4 +12,5 @@ PLUGIN = DomainPlugin(
     routing="agentworld.domains.mcp.routing:decide",
     recorder="agentworld.domains.mcp.record:COMMAND",
     corpus="corpus.jsonl",
+    heldout_scenarios="scenarios/heldout.jsonl",
 )

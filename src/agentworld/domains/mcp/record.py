@@ -76,7 +76,7 @@ def record_scenario(scenario: Any, *, janitor: Any, command: Sequence[str] | Non
     try:
         root = run_dir / "workspace"
         root.mkdir()
-        server.prepare(root, scenario.files)
+        server.prepare(root, scenario.files, scenario.changes)
         argv = [c.replace("{root}", str(root)) for c in command] if command else server.argv(root)
         journal = run_dir / "calls.jsonl"
         proxy = [sys.executable, "-m", "agentworld", "record", "mcp", "--out", str(journal),

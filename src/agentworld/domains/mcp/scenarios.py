@@ -6,7 +6,8 @@ One JSON object per line (``scenarios/train.jsonl``, ``scenarios/heldout.jsonl``
      "calls": [{"tool": "git_status", "arguments": {"repo_path": "/workspace"}}, ...]}
 
 ``server`` names a preset of :mod:`agentworld.domains.mcp.servers` (git, time, filesystem, memory);
-``files`` are written into the server's folder first (paths relative to it); arguments name that
+``files`` are written into the server's folder first (paths relative to it; for git they are the
+first commit), ``changes`` after that (uncommitted changes); arguments name that
 folder as ``/workspace``. A call may fail on purpose: its error is what gets recorded.
 """
 
@@ -44,9 +45,11 @@ class McpScenario(BaseModel):
     description: str = Field("", description="What the session does.")
     files: dict[str, str] = Field(default_factory=dict, description="Files written into the server's "
                                   "folder before it starts (relative path -> text).")
+    changes: dict[str, str] = Field(default_factory=dict, description="Files written after that (for git: "
+                                    "uncommitted changes).")
     calls: tuple[McpCall, ...] = Field(min_length=1, max_length=MAX_CALLS, description="Tool calls in order.")
 
-    @field_validator("files")
+    @field_validator("files", "changes")
     @classmethod
     def _relative_files(cls, files: dict[str, str]) -> dict[str, str]:
         for rel, text in files.items():

@@ -31,7 +31,8 @@ from agentworld.errors import AgentWorldError
 DISPLAY_ROOT = "/workspace"
 NPM_PACKAGES = {"@modelcontextprotocol/server-filesystem": "2026.8.31",
                 "@modelcontextprotocol/server-memory": "2026.8.31"}
-GIT_DATE = "2025-01-01T12:00:00+00:00"
+GIT_DATE = "1735732800 +0000"
+"""2025-01-01 12:00 UTC in git's internal form (the one both git and GitPython read)."""
 FIXED_ENV = {"TZ": "UTC", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "GIT_AUTHOR_NAME": "Agent World",
              "GIT_AUTHOR_EMAIL": "agent@example.com", "GIT_COMMITTER_NAME": "Agent World",
              "GIT_COMMITTER_EMAIL": "agent@example.com", "GIT_AUTHOR_DATE": GIT_DATE,
@@ -87,18 +88,23 @@ class ServerPreset:
         own = {k: v.replace("{root}", str(root)) for k, v in self.env.items()}
         return {**os.environ, **FIXED_ENV, **own}
 
-    def prepare(self, root: Path, files: Mapping[str, str]) -> None:
-        """Write the scenario's files into ``root`` (and commit them in a fresh repository for git)."""
-        for rel, text in files.items():
-            path = root / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    def prepare(self, root: Path, files: Mapping[str, str], changes: Mapping[str, str] | None = None) -> None:
+        """Write the scenario's files into ``root`` (for git: its first commit), then its ``changes``."""
+        _write(root, files)
         if self.git:
             env = self.environment(root)
             steps = [["init", "-q", "-b", "main"], ["add", "-A"],
                      ["commit", "-q", "--allow-empty", "-m", "Initial commit"]]
             for args in steps:
                 subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+        _write(root, changes or {})
+
+
+def _write(root: Path, files: Mapping[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
 
 
 def _npm_entry(package: str | None) -> Path:
