@@ -215,3 +215,14 @@ def test_mcp_corpus_holds_the_rule_contract() -> None:
     assert report.retrieval is not None and report.retrieval > report.baselines["repeat_previous"]
     servers = {s.meta["server"] for s in samples if s.meta}
     assert servers == {"filesystem", "git", "memory", "time"}
+
+
+def test_time_server_clock_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from zoneinfo import ZoneInfo
+
+    from agentworld.domains.mcp.frozen_time import FROZEN_NOW, FrozenDatetime
+
+    assert FrozenDatetime.now(ZoneInfo("America/New_York")).isoformat() == "2025-06-16T06:00:00-04:00"
+    assert FrozenDatetime.now(ZoneInfo("UTC")).isoformat() == FROZEN_NOW
+    monkeypatch.setenv("AGENTWORLD_FROZEN_NOW", "2024-12-31T23:30:00+00:00")
+    assert FrozenDatetime.now(ZoneInfo("Asia/Tokyo")).strftime("%A %Y-%m-%d %H:%M") == "Wednesday 2025-01-01 08:30"

@@ -4,9 +4,10 @@ Why: a corpus is only re-recordable if the servers and what they see are the sam
 servers come from the package indexes (PyPI: ``mcp-server-git``, ``mcp-server-time``; npm:
 ``@modelcontextprotocol/server-filesystem``, ``@modelcontextprotocol/server-memory``) and touch only
 a fresh folder (a git repository, a filesystem root, a memory file). Its real path is random, so
-rows show it as :data:`DISPLAY_ROOT` (:class:`PathMap`), and git dates, names and the time zone are
-fixed. ``mcp-server-sqlite`` is left out: its last release needs ``mcp<2`` (it fails to start with
-the ``mcp`` 2 SDK this package uses).
+rows show it as :data:`DISPLAY_ROOT` (:class:`PathMap`); git dates, names and the time zone are
+fixed, and the time server's clock is pinned (:mod:`agentworld.domains.mcp.frozen_time`).
+``mcp-server-sqlite`` is left out: its last release needs ``mcp<2`` (it fails to start with the
+``mcp`` 2 SDK this package uses).
 
 npm servers live in :func:`node_servers_dir` (``$AGENTWORLD_MCP_SERVERS``, default
 ``~/.cache/agentworld/mcp-servers``); ``bash install.sh`` fills it, or
@@ -114,8 +115,8 @@ def _npm_entry(package: str | None) -> Path:
 PRESETS: dict[str, ServerPreset] = {p.name: p for p in (
     ServerPreset("git", (sys.executable, "-m", "mcp_server_git", "--repository", "{root}"), git=True,
                  python_module="mcp_server_git"),
-    ServerPreset("time", (sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"),
-                 python_module="mcp_server_time"),
+    ServerPreset("time", (sys.executable, "-m", "agentworld.domains.mcp.frozen_time", "--local-timezone",
+                          "UTC"), python_module="mcp_server_time"),
     ServerPreset("filesystem", ("{root}",), npm_package="@modelcontextprotocol/server-filesystem"),
     ServerPreset("memory", (), env={"MEMORY_FILE_PATH": "{root}/memory.jsonl"},
                  npm_package="@modelcontextprotocol/server-memory"),
