@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import typer
+from typer._click.core import Context
 from typer.testing import CliRunner
 
 from agentworld.cli import COMMANDS, app, load_command
@@ -95,13 +96,14 @@ def test_data_process_in_two_processes_matches_one(tmp_path: Path) -> None:
 def _walk(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     """Every command of the tree (lazy groups loaded), with its path from the root."""
     yield path, command
-    group = getattr(command, "commands", None)
-    names = list(COMMANDS) if not path else list(group or {})
-    for name in names:
-        if not path and COMMANDS[name].hidden:
-            continue
-        sub = load_command(name) if not path else group[name]  # type: ignore[index]
-        yield from _walk(sub, (*path, name))
+    if not path:
+        for name, entry in COMMANDS.items():
+            if not entry.hidden:
+                yield from _walk(load_command(name), (name,))
+    elif hasattr(command, "list_commands"):  # a group, maybe lazy (record: one command per domain plugin)
+        ctx = Context(command)
+        for name in command.list_commands(ctx):
+            yield from _walk(command.get_command(ctx, name), (*path, name))
 
 
 TIME_WORDS = ("timeout", "latency", "wall-clock", "interval", "delay", "grace", "idle")
@@ -165,7 +167,7 @@ def test_user_errors_are_one_red_line_and_exit_2(args: list[str], tmp_path: Path
 
 def test_record_mcp_default_grace_matches_the_proxy() -> None:
     """The CLI states the proxy's default without importing it (that import is heavy): keep them equal."""
-    from agentworld.envs import cli as record_cli
+    from agentworld.domains.mcp import record
     from agentworld.envs.mcp_proxy_stdio import DEFAULT_GRACE_S
 
-    assert record_cli.DEFAULT_GRACE_S == DEFAULT_GRACE_S
+    assert record.DEFAULT_GRACE_S == DEFAULT_GRACE_S

@@ -6,8 +6,11 @@ test fails on any new one (or on more in a listed file): shrink the list as they
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 from collections import Counter
+from graphlib import TopologicalSorter
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentworld"
@@ -30,6 +33,37 @@ def branches() -> Counter[str]:
     return +found
 
 
+KNOWN_NAMES = {"data/ingest.py": 1, "data/ingest_chat.py": 1, "data/process.py": 3, "data/tokens.py": 7,
+               "envs/mcp_proxy.py": 1, "envs/record.py": 1, "envs/search.py": 1, "eval/score.py": 1,
+               "serve/adapters/openenv.py": 1, "serve/adapters/trl.py": 2, "serve/mcp_server.py": 1,
+               "serve/serve_cli.py": 2, "serve/shell.py": 3, "serve/shell_cli.py": 1, "sim/controls.py": 1,
+               "sim/history.py": 14, "sim/ledger.py": 2, "sim/ledger_mcp.py": 1, "sim/router.py": 2,
+               "sim/session.py": 2, "sim/types.py": 1, "train/demo.py": 2, "train/rewards.py": 1,
+               "train/rollout.py": 6, "train/rollout_cli.py": 1}
+"""Domain names as string constants outside ``domains/`` (defaults, table keys, registrations), per file.
+
+Stricter than :data:`KNOWN`: any ``"terminal"`` in code counts, not only comparisons. ``schema.py``
+names the seven benchmark domains (``DOMAIN_NAMES``) and is exempt. The files cleaned so far (the rules,
+retrieval, the record command) have none; the others are listed and may only shrink."""
+
+
+def name_constants() -> Counter[str]:
+    names = set(DOMAINS.split("|"))
+    found: Counter[str] = Counter()
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith("domains/") or rel == "schema.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found[rel] += sum(isinstance(n, ast.Constant) and n.value in names for n in ast.walk(tree))
+    return +found
+
+
+def test_no_new_domain_names_in_code_outside_domains() -> None:
+    grown = {f: n for f, n in name_constants().items() if n > KNOWN_NAMES.get(f, 0)}
+    assert grown == {}, f"domain names in code outside domains/ (ask the domain's plugin instead): {grown}"
+
+
 def test_no_new_branches_on_domain_names_outside_domains() -> None:
     grown = {f: n for f, n in branches().items() if n > KNOWN.get(f, 0)}
     assert grown == {}, f"new branches on a domain name outside domains/ (move them into the domain): {grown}"
@@ -39,3 +73,81 @@ def test_the_pattern_sees_a_branch() -> None:
     assert BRANCH.search('if domain == "terminal":') and BRANCH.search("if 'mcp' == d")
     assert BRANCH.search('if d not in ("mcp", "terminal") and x')
     assert not BRANCH.search('DOMAINS["terminal"].system_prompt')
+
+
+# -- imports run one way ---------------------------------------------------------------------------
+
+LAYERS: dict[str, int] = {
+    **dict.fromkeys(("schema", "errors", "io", "lazy", "redact", "cli_support", "configfile"), 0),
+    "envs": 1,
+    **dict.fromkeys(("domains", "corpus"), 2),
+    **dict.fromkeys(("models", "endpoints"), 3),
+    "sim": 4,
+    **dict.fromkeys(("serve", "eval", "data", "train", "demo", "demo_cli", "record_cli", "cli", "__main__",
+                     "__init__"), 5),
+}
+"""Layer of each top-level module or package of ``agentworld``: ``schema`` (and the foundation it shares
+a layer with) ← ``envs`` ← ``domains`` ← ``models`` ← ``sim`` ← ``serve``/``eval``/``data``/``train`` (and
+the commands). A module may import its own layer and those below, never one above."""
+
+KNOWN_UPWARD = {"envs/mcp_proxy.py": 2, "envs/record.py": 2, "envs/search.py": 1,
+                "models/retrieval_corpus.py": 2}
+"""Imports of a higher layer left today (file → number of such import statements): may only shrink."""
+
+
+def _unit(module: str) -> str | None:
+    """The top-level unit of ``agentworld.x.y`` (``x``), or None outside agentworld."""
+    parts = module.split(".")
+    if parts[0] != "agentworld":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@functools.cache
+def imports() -> list[tuple[str, str, str]]:
+    """(file, its unit, imported unit) for every import statement of agentworld, lazy ones included."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        here = rel.parts[0].removesuffix(".py")
+        package = ["agentworld", *rel.parent.parts]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+                modules = [".".join(x for x in (base, node.module or "") if x)]
+            else:
+                continue
+            for module in modules:
+                unit = _unit(module)
+                if unit is not None and unit != here:
+                    found.append((rel.as_posix(), here, unit))
+    return found
+
+
+def upward() -> Counter[str]:
+    return Counter(f for f, here, unit in imports() if LAYERS[unit] > LAYERS[here])
+
+
+def test_every_module_has_a_layer() -> None:
+    units = {p.relative_to(SRC).parts[0].removesuffix(".py") for p in SRC.rglob("*.py")}
+    assert units - set(LAYERS) == set(), "give each new top-level module a layer in LAYERS"
+
+
+def test_imports_run_one_way() -> None:
+    found = upward()
+    grown = {f: n for f, n in found.items() if n > KNOWN_UPWARD.get(f, 0)}
+    assert grown == {}, f"imports of a higher layer (see LAYERS): {grown}"
+
+
+def test_no_cycle_between_layers_apart_from_the_known_upward_imports() -> None:
+    graph: dict[int, set[int]] = {}
+    for file, here, unit in imports():
+        if file not in KNOWN_UPWARD and LAYERS[here] != LAYERS[unit]:
+            graph.setdefault(LAYERS[here], set()).add(LAYERS[unit])
+    list(TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+
+
+def test_envs_import_nothing_from_sim() -> None:
+    assert [(f, u) for f, here, u in imports() if here == "envs" and u == "sim"] == []

@@ -15,7 +15,7 @@ from agentworld.data.ingest import IngestReport, detect_format, ingest, records,
 from agentworld.data.pipeline import PipelineConfig, write_jsonl_stream
 from agentworld.data.process import expand, samples_to_bench_rows
 from agentworld.data.scale import plan_shards
-from agentworld.domains.mcp.record import ROWS
+from agentworld.domains.mcp.rows import ROWS
 from agentworld.envs.mcp_proxy import SessionRecorder
 from agentworld.errors import DataError
 from agentworld.io import dumps

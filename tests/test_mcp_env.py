@@ -45,7 +45,7 @@ def _last_rows(path: Path) -> dict[str, dict[str, Any]]:
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
     """The same held-out scenarios recorded twice: once by the CLI, once in-process."""
     _need("filesystem", "git", "memory")
-    from agentworld.domains.mcp.record import record_to_jsonl
+    from agentworld.domains.mcp.recording import record_to_jsonl
 
     folder = tmp_path_factory.mktemp("mcp")
     scenarios = [s for s in load_scenarios(builtin_scenarios("heldout")) if s.name in RECORDED]
@@ -225,4 +225,5 @@ def test_time_server_clock_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     assert FrozenDatetime.now(ZoneInfo("America/New_York")).isoformat() == "2025-06-16T06:00:00-04:00"
     assert FrozenDatetime.now(ZoneInfo("UTC")).isoformat() == FROZEN_NOW
     monkeypatch.setenv("AGENTWORLD_FROZEN_NOW", "2024-12-31T23:30:00+00:00")
-    assert FrozenDatetime.now(ZoneInfo("Asia/Tokyo")).strftime("%A %Y-%m-%d %H:%M") == "Wednesday 2025-01-01 08:30"
+    tokyo = FrozenDatetime.now(ZoneInfo("Asia/Tokyo"))
+    assert tokyo.strftime("%A %Y-%m-%d %H:%M") == "Wednesday 2025-01-01 08:30"

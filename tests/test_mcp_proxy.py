@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from agentworld.data.ingest import ingest
-from agentworld.domains.mcp.record import ROWS
+from agentworld.domains.mcp.rows import ROWS
 from agentworld.envs.mcp_proxy import SessionRecorder, observation_of, rpc_messages
 from agentworld.envs.mcp_proxy_http import SseParser
 from agentworld.io import read_journal

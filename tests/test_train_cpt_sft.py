@@ -20,7 +20,7 @@ from agentworld.train.config import CPTConfig, SFTConfig
 from agentworld.train.cpt import cpt_row, run_cpt, segments
 from agentworld.train.sft import completion_text, sft_rows, system_variants
 
-CORPUS = Path(__file__).resolve().parents[1] / "src/agentworld/corpus/terminal.jsonl"
+CORPUS = Path(__file__).resolve().parents[1] / "src/agentworld/domains/terminal/corpus.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -41,8 +41,8 @@ class LazyCommand:
 COMMANDS: dict[str, LazyCommand] = {
     "demo": LazyCommand("agentworld.demo_cli:app", "Offline demos: record, simulate and score real terminal "
                         "sessions; 'demo train' trains a tiny world model."),
-    "record": LazyCommand("agentworld.envs.cli:app", "Record real environments: terminal sessions in the "
-                          "sandbox, MCP traffic through a proxy."),
+    "record": LazyCommand("agentworld.record_cli:app", "Record real environments into AgentWorldBench rows "
+                          "(one sub-command per domain with a recorder)."),
     "eval": LazyCommand("agentworld.eval.cli:app", "Evaluate world models on AgentWorldBench-format data."),
     "data": LazyCommand("agentworld.data.cli:app", "Turn real trajectories into training data: convert, "
                         "process, export, stats."),

@@ -20,7 +20,12 @@ from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl
 
 DOMAIN_NAMES: tuple[str, ...] = ("mcp", "search", "terminal", "swe", "android", "web", "os")
-"""The seven AgentWorldBench domains, in the order the report lists them."""
+"""The seven AgentWorldBench domains, in the order the report lists them.
+
+A fact of the data format, so it lives here, below every other layer; each has a package under
+``agentworld/domains/`` (a test checks that the registry's built-in domains are exactly these).
+Domains registered beyond them are known to the registry (``domain_names()``), which the harness
+passes to the loaders."""
 
 OBSERVATION_MARKER = "**Environment Observation:**"
 
@@ -243,12 +248,17 @@ def discover_data(paths: Sequence[str | Path], pattern: str = "*_test.jsonl") ->
     return files
 
 
-def load_samples(paths: Sequence[str | Path]) -> list[BenchSample]:
-    """Load every row of the given files/folders; duplicate ids are an error (results are keyed by id)."""
+def load_samples(paths: Sequence[str | Path], *,
+                 known_domains: Iterable[str] | None = DOMAIN_NAMES) -> list[BenchSample]:
+    """Load every row of the given files/folders; duplicate ids are an error (results are keyed by id).
+
+    ``known_domains``: the domains a row's ``task`` may name (the harness passes the registry's,
+    :func:`agentworld.domains.registry.domain_names`, which adds registered domains to these seven).
+    """
     samples: list[BenchSample] = []
     seen: dict[str, str] = {}
     for file in discover_data(paths):
-        for lineno, sample in _numbered_rows(file, DOMAIN_NAMES):
+        for lineno, sample in _numbered_rows(file, known_domains):
             key = sample.id
             if key in seen:
                 raise DataError(f"duplicate id (first seen at {seen[key]})", path=str(file), line=lineno,

@@ -1,10 +1,11 @@
-"""Corpora of real recordings shipped with agentworld.
+"""Corpora of real recordings shipped with agentworld: one per domain package that has a recorder.
 
-``terminal.jsonl`` holds AgentWorldBench rows recorded from a real, sandboxed bash with
-``agentworld.envs`` from the built-in scenarios (``agentworld/envs/scenarios/*.json``). Re-create it
-with one command (needs bubblewrap and tmux)::
+A domain's plugin names its corpus (``corpus="corpus.jsonl"``, package data beside its ``__init__``);
+the terminal's holds AgentWorldBench rows recorded from a real, sandboxed bash from the built-in
+scenarios (``agentworld/envs/scenarios/*.json``). Re-create it with one command (needs bubblewrap
+and tmux)::
 
-    agentworld record terminal --out src/agentworld/corpus/terminal.jsonl --overwrite --seed 0
+    agentworld record terminal --out src/agentworld/domains/terminal/corpus.jsonl --overwrite --seed 0
 
 File dates, sizes, PIDs and the ``meta`` timings differ between recordings; everything else is
 reproducible for a given seed.
@@ -12,21 +13,24 @@ reproducible for a given seed.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
+from agentworld.domains.base import plugins
 from agentworld.errors import DataError
 
 
+def shipped_corpora() -> dict[str, Path]:
+    """Domain name → its shipped corpus, for every domain that ships one."""
+    return {name: path for name, p in plugins().items() if (path := p.data_file(p.corpus)) is not None}
+
+
 def corpus_path(name: str) -> Path:
-    """Path of a shipped corpus, e.g. ``corpus_path("terminal")`` (``.jsonl`` may be omitted)."""
-    filename = name if name.endswith(".jsonl") else f"{name}.jsonl"
-    path = Path(str(resources.files("agentworld.corpus") / filename))
-    if not path.is_file():
-        known = sorted(p.stem for p in path.parent.glob("*.jsonl"))
-        raise DataError(f"no shipped corpus named {name!r}; known: {', '.join(known) or 'none'}",
-                        path=str(path))
+    """Path of a domain's shipped corpus, e.g. ``corpus_path("terminal")`` (``.jsonl`` may be omitted)."""
+    corpora = shipped_corpora()
+    path = corpora.get(name.removesuffix(".jsonl"))
+    if path is None:
+        raise DataError(f"no shipped corpus named {name!r}; known: {', '.join(corpora) or 'none'}")
     return path
 
 
-__all__ = ["corpus_path"]
+__all__ = ["corpus_path", "shipped_corpora"]

@@ -1,17 +1,19 @@
-"""The seven world-model domains: prompts, tags and observation markers, one registry.
+"""The world-model domains: one package per domain (``domains/<name>/``), one registry.
 
-Each domain's system prompt (for the world model) and judge system prompt are text files that
-the project writes itself, under ``domains/prompts/<domain>/``. ``load_domains(prompts_dir)``
-swaps in a folder laid out like the official ``prompts/<domain>/{system_prompt,judge_system_prompt}.txt``
-so users can score with the official judge prompts.
+Each package defines ``PLUGIN`` (:class:`~agentworld.domains.base.DomainPlugin`) and ships its prompt
+texts under ``prompts/``; :mod:`agentworld.domains.registry` builds the :class:`Domain` records from
+them. ``load_domains(prompts_dir)`` swaps in a folder laid out like the official
+``prompts/<domain>/{system_prompt,judge_system_prompt}.txt`` so users can score with the official judge
+prompts. See ``docs/adding-a-domain.md``.
 """
 
 from agentworld.domains.registry import (
     DOMAINS,
     Domain,
     DomainRegistry,
+    domain_names,
     get_domain,
     load_domains,
 )
 
-__all__ = ["DOMAINS", "Domain", "DomainRegistry", "get_domain", "load_domains"]
+__all__ = ["DOMAINS", "Domain", "DomainRegistry", "domain_names", "get_domain", "load_domains"]

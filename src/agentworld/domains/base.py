@@ -12,12 +12,15 @@ A prompt-only domain (android, os) is a few lines: a name, a display name, and t
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
+
+from agentworld.errors import AgentWorldError
 
 Route = Literal["real", "model"]
 
@@ -53,11 +56,24 @@ class RealEnvironment(Protocol):
 
 @dataclass(frozen=True)
 class RecorderCommand:
-    """``agentworld record <domain>``: its options (a typed config the CLI is generated from) and run."""
+    """``agentworld record <domain>``: its options (a typed config the CLI is generated from) and run.
+
+    The module defining it is imported when ``agentworld record`` runs, so it imports only the options'
+    light dependencies at module level and the recorder itself inside ``run``.
+
+    Attributes:
+        options: pydantic config; each field becomes an option
+            (:func:`agentworld.cli_support.config_command`).
+        run: called with the validated options (and the ``arguments``' values as keywords).
+        help: the command's help (default: the options' docstring).
+        arguments: command-line parameters that are not options, ``name: (annotation, typer.Argument(...))``
+            (``agentworld record mcp -- SERVER COMMAND``).
+    """
 
     options: type[BaseModel]
-    run: Callable[[Any], object]
-    help: str
+    run: Callable[..., None]
+    help: str = ""
+    arguments: dict[str, tuple[Any, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,9 @@ class DomainPlugin:
         heldout_scenarios: package-data file of scenarios kept out of the corpus, in the form the
             domain's recorder reads (``scenarios/heldout.jsonl``): what ``agentworld demo`` records fresh.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
+        package: the package holding ``prompts/system_prompt.txt``, ``prompts/judge_system_prompt.txt``
+            and the data files (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>``
+            for one given to :func:`register_domain` without it).
     """
 
     name: str
@@ -98,7 +117,7 @@ class DomainPlugin:
     extra: dict[str, str] | None = None
     """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
     package: str = ""
-    """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``corpus`` and
+    """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``prompts/``, ``corpus`` and
     ``heldout_scenarios`` are files inside it."""
 
     def data_file(self, relative: str | None) -> Path | None:
@@ -121,6 +140,8 @@ def resolve(reference: str) -> Any:
 
 
 _EXTRA: dict[str, DomainPlugin] = {}
+_FOUND: dict[str, dict[str, DomainPlugin]] = {}
+"""Discovered plugins per value of ``AGENTWORLD_DOMAIN_PACKAGES`` (discovery imports and lists packages)."""
 
 
 def register_domain(plugin: DomainPlugin) -> DomainPlugin:
@@ -128,26 +149,52 @@ def register_domain(plugin: DomainPlugin) -> DomainPlugin:
 
     Packages named in the environment variable ``AGENTWORLD_DOMAIN_PACKAGES`` (comma-separated) are
     imported by :func:`plugins`, so a CLI subprocess sees them too; their ``PLUGIN`` is registered.
+    A registered plugin replaces a discovered one of the same name. Without ``package``, the plugin's
+    package is the module whose ``PLUGIN`` it is.
     """
+    if not plugin.package:
+        import sys
+
+        home = next((name for name, module in list(sys.modules.items())
+                     if getattr(module, "PLUGIN", None) is plugin), f"agentworld.domains.{plugin.name}")
+        plugin = replace(plugin, package=home)
     _EXTRA[plugin.name] = plugin
     return plugin
 
 
-def plugins() -> dict[str, DomainPlugin]:
-    """Every domain: packages under ``agentworld/domains/`` that define ``PLUGIN``, then registered ones."""
-    import os
+def unregister_domain(name: str) -> None:
+    """Drop a domain added with :func:`register_domain` (tests clean up after themselves)."""
+    _EXTRA.pop(name, None)
+
+
+def _discover(extra_packages: str) -> dict[str, DomainPlugin]:
     import pkgutil
 
     import agentworld.domains as package
 
     found: dict[str, DomainPlugin] = {}
     names = [f"agentworld.domains.{m.name}" for m in pkgutil.iter_modules(package.__path__) if m.ispkg]
-    names += [n.strip() for n in os.environ.get("AGENTWORLD_DOMAIN_PACKAGES", "").split(",") if n.strip()]
+    names += [n.strip() for n in extra_packages.split(",") if n.strip()]
     for name in names:
-        plugin = getattr(importlib.import_module(name), "PLUGIN", None)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise
+            raise AgentWorldError(f"AGENTWORLD_DOMAIN_PACKAGES names {name!r}, which is not importable "
+                                  f"(no module {exc.name!r})") from None
+        plugin = getattr(module, "PLUGIN", None)
         if isinstance(plugin, DomainPlugin):
             found[plugin.name] = plugin if plugin.package else replace(plugin, package=name)
-    return {**found, **_EXTRA}
+    return found
+
+
+def plugins() -> dict[str, DomainPlugin]:
+    """Every domain: packages under ``agentworld/domains/`` that define ``PLUGIN``, then registered ones."""
+    extra_packages = os.environ.get("AGENTWORLD_DOMAIN_PACKAGES", "")
+    if extra_packages not in _FOUND:
+        _FOUND[extra_packages] = _discover(extra_packages)
+    return {**_FOUND[extra_packages], **_EXTRA}
 
 
 def plugin(name: str) -> DomainPlugin | None:

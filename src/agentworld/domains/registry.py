@@ -1,20 +1,27 @@
-"""Domain records and the registry that resolves a sample's domain to its prompts and tags."""
+"""Domain records built from the domain plugins: prompts, tags and trace wording, one registry.
+
+Each domain package (``agentworld/domains/<name>/``, or one registered with
+:func:`~agentworld.domains.base.register_domain`) ships its own prompt texts under
+``prompts/system_prompt.txt`` and ``prompts/judge_system_prompt.txt``. :data:`DOMAINS` follows the
+plugins as they are registered; :func:`load_domains` takes a snapshot, optionally with prompts from a
+folder laid out like the official repository.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from agentworld.domains.base import GENERIC_EFFECT, DomainPlugin, plugins
 from agentworld.errors import DataError
 from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER
 
-_DISPLAY = {"mcp": "MCP", "search": "Search", "terminal": "Terminal", "swe": "SWE",
-            "android": "Android", "web": "Web", "os": "OS"}
-GENERIC_EFFECT = "The environment returns the resulting state, consistent with the history."
-_TRACE = {"terminal": ("command", "The shell echoes the command, prints its output and a new prompt."),
-          "os": ("command", GENERIC_EFFECT), "swe": ("command", GENERIC_EFFECT)}
-"""How the SFT recipe's derived trace names a domain's action and what follows it (default: action)."""
+__all__ = ["DOMAINS", "GENERIC_EFFECT", "Domain", "DomainRegistry", "domain_names", "get_domain",
+           "load_domains"]
+
+PROMPT_FILES = ("system_prompt", "judge_system_prompt")
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,7 @@ class Domain:
         judge_tag: tag the judge wraps its JSON verdict in.
         marker: text every observation starts with.
         prompts_source: where the prompt texts came from (``builtin`` or a folder), for run logs.
+        plugin: the domain's plugin (rules, retrieval keys, real environment …).
     """
 
     name: str
@@ -45,28 +53,72 @@ class Domain:
     """What the derived reasoning trace calls an action (``command`` for shells)."""
     effect: str = GENERIC_EFFECT
     """The derived trace's sentence on what an action's observation shows."""
+    plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
 
     def clean_marker(self, text: str) -> str:
         """Drop the observation marker, as the official harness does before judging."""
         return text.replace(self.marker, "").strip() if self.marker else text.strip()
 
 
-def _builtin_text(domain: str, name: str) -> str:
-    return (resources.files("agentworld.domains") / "prompts" / domain / f"{name}.txt").read_text("utf-8")
+def _prompt(plugin: DomainPlugin, name: str) -> str:
+    try:
+        return (resources.files(plugin.package) / "prompts" / f"{name}.txt").read_text("utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError):
+        raise DataError(f"domain {plugin.name!r} has no prompts/{name}.txt in package {plugin.package!r}",
+                        field="task") from None
+
+
+def _domain(plugin: DomainPlugin) -> Domain:
+    return Domain(name=plugin.name, display=plugin.display, system_prompt=_prompt(plugin, "system_prompt"),
+                  judge_system_prompt=_prompt(plugin, "judge_system_prompt"), action_word=plugin.action_word,
+                  effect=plugin.effect, plugin=plugin)
+
+
+def _ordered() -> list[DomainPlugin]:
+    """The plugins, AgentWorldBench's seven in the report's order first, then any others."""
+    found = plugins()
+    return [found[n] for n in DOMAIN_NAMES if n in found] + [p for n, p in found.items()
+                                                            if n not in DOMAIN_NAMES]
+
+
+def domain_names() -> tuple[str, ...]:
+    """Every registered domain's name (the benchmark's seven first): what data loaders may accept."""
+    return tuple(p.name for p in _ordered())
+
+
+_BUILT: dict[int, tuple[DomainPlugin, Domain]] = {}
+
+
+def _current() -> dict[str, Domain]:
+    """The registered domains, each built once per plugin object (its prompt files read once)."""
+    domains: dict[str, Domain] = {}
+    for plugin in _ordered():
+        cached = _BUILT.get(id(plugin))
+        if cached is None or cached[0] is not plugin:
+            cached = _BUILT[id(plugin)] = (plugin, _domain(plugin))
+        domains[plugin.name] = cached[1]
+    return domains
 
 
 class DomainRegistry:
-    """Name → :class:`Domain`; unknown names raise a :class:`DataError` listing the known ones."""
+    """Name → :class:`Domain`; unknown names raise a :class:`DataError` listing the known ones.
 
-    def __init__(self, domains: dict[str, Domain]) -> None:
-        self._domains = dict(domains)
+    Without ``domains`` the registry is live: it follows the plugins as they are registered.
+    """
+
+    def __init__(self, domains: dict[str, Domain] | None = None) -> None:
+        self._fixed = None if domains is None else dict(domains)
+
+    @property
+    def _domains(self) -> dict[str, Domain]:
+        return self._fixed if self._fixed is not None else _current()
 
     def __getitem__(self, name: str) -> Domain:
+        domains = self._domains
         try:
-            return self._domains[name]
+            return domains[name]
         except KeyError:
-            raise DataError(f"unknown domain {name!r}; known: {', '.join(self._domains)}",
-                            field="task") from None
+            raise DataError(f"unknown domain {name!r}; known: {', '.join(domains)}", field="task") from None
 
     def get(self, name: str) -> Domain | None:
         """The domain called ``name``, or None (no error) when there is none."""
@@ -75,25 +127,21 @@ class DomainRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._domains
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._domains.values())
+    def __iter__(self) -> Iterator[Domain]:
+        return iter(list(self._domains.values()))
 
     def names(self) -> list[str]:
         return list(self._domains)
 
 
 def load_domains(prompts_dir: str | Path | None = None) -> DomainRegistry:
-    """Build the registry from the built-in prompts, overridden by ``prompts_dir`` where it has files.
+    """A snapshot of the registered domains, prompts overridden by ``prompts_dir`` where it has files.
 
     ``prompts_dir`` is laid out like the official repository: ``<dir>/<domain>/system_prompt.txt``
     and ``<dir>/<domain>/judge_system_prompt.txt``; a domain or file missing there keeps the
     built-in text. A folder that matches no domain at all is an error (likely a wrong path).
     """
-    domains = {name: Domain(name=name, display=_DISPLAY[name],
-                            system_prompt=_builtin_text(name, "system_prompt"),
-                            judge_system_prompt=_builtin_text(name, "judge_system_prompt"),
-                            **dict(zip(("action_word", "effect"), _TRACE.get(name, ()), strict=False)))
-               for name in DOMAIN_NAMES}
+    domains = _current()
     if prompts_dir is None:
         return DomainRegistry(domains)
     root = Path(prompts_dir)
@@ -102,21 +150,24 @@ def load_domains(prompts_dir: str | Path | None = None) -> DomainRegistry:
     matched = 0
     for name, domain in list(domains.items()):
         changes: dict[str, str] = {}
-        for field in ("system_prompt", "judge_system_prompt"):
-            file = root / name / f"{field}.txt"
+        for file_field in PROMPT_FILES:
+            file = root / name / f"{file_field}.txt"
             if file.is_file():
-                changes[field] = file.read_text("utf-8")
+                changes[file_field] = file.read_text("utf-8")
         if changes:
             matched += 1
-            domains[name] = replace(domain, prompts_source=str(root), **changes)
+            domains[name] = replace(domain, prompts_source=str(root),
+                                    system_prompt=changes.get("system_prompt", domain.system_prompt),
+                                    judge_system_prompt=changes.get("judge_system_prompt",
+                                                                    domain.judge_system_prompt))
     if not matched:
         raise DataError("no <domain>/system_prompt.txt or judge_system_prompt.txt found "
-                        f"(domains: {', '.join(DOMAIN_NAMES)})", path=str(root))
+                        f"(domains: {', '.join(domains)})", path=str(root))
     return DomainRegistry(domains)
 
 
-DOMAINS = load_domains()
-"""The built-in registry."""
+DOMAINS = DomainRegistry()
+"""The registered domains (live: a domain registered later is in it too)."""
 
 
 def get_domain(name: str) -> Domain:

@@ -4,27 +4,20 @@ The retrieval index (:mod:`agentworld.models.retrieval`) is domain-free: it asks
 :class:`RetrievalKeys` for an action's key (text compared by character n-grams, a *group* that must
 match when the corpus has one — the MCP tool name — and extra tokens such as argument pairs), for
 the context around it, for whether a screen is at a prompt, and for the safe rewrite of a recorded
-observation into the current session. Only the terminal rewrites anything (prompt host and cwd,
-the echoed command); a tool result is returned as recorded, since any change would be invented.
+observation into the current session. A domain's plugin names its keys (``retrieval_keys=``); the
+default, :class:`ToolCallKeys`, returns a tool result as recorded, since any change would be invented.
+The terminal's keys (:mod:`agentworld.domains.terminal.retrieval`) rewrite prompt host, cwd and echo.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentworld.domains.actions import (
-    PROMPT_RE,
-    last_prompt,
-    normalise_action,
-    terminal_keystrokes,
-    terminal_state,
-    tool_call,
-)
-from agentworld.schema import OBSERVATION_MARKER, strip_marker
+from agentworld.domains.actions import normalise_action, tool_call
+from agentworld.domains.base import plugin, resolve
 
 FIRST_TURN = "(first turn)"
 """The context of a first action: two first turns share it, as two later turns share their predecessor."""
@@ -114,65 +107,13 @@ class ToolCallKeys:
         return observation
 
 
-class TerminalKeys:
-    """Keystrokes, the cwd before them, prompt/program mode; prompts and echo rewritten to this session."""
-
-    exact_first = False
-    context_weight = 0.15
-
-    def key(self, action: str) -> ActionKey:
-        return ActionKey(normalise_action(action, "terminal"))
-
-    def context(self, prev_action: str | None, prev_obs: str | None, first_action: str) -> str:
-        screen = strip_marker(prev_obs) if prev_obs else (terminal_state(first_action) or "")
-        m = last_prompt(screen)
-        cwd = m.group("cwd") if m else ""
-        prev = normalise_action(prev_action, "terminal") if prev_action else ""
-        return f"{prev} cwd={cwd}".strip()
-
-    def observation_mode(self, observation: str) -> bool | None:
-        first = strip_marker(observation).split("\n", 1)[0]
-        return PROMPT_RE.match(first.rstrip()) is not None
-
-    def query_mode(self, prev_obs: str | None, first_action: str) -> bool | None:
-        screen = strip_marker(prev_obs) if prev_obs else terminal_state(first_action)
-        if not screen or not screen.strip():
-            return None
-        m = PROMPT_RE.match(screen.rstrip().splitlines()[-1].rstrip())
-        return m is not None and not m.group("cmd")
-
-    def adapt(self, observation: str, action: str, first_action: str, observations: Sequence[str]) -> str:
-        """Rewrite prompts to the current host/cwd and the echoed command to the current keystrokes."""
-        screens = (terminal_state(first_action) or "", *observations)
-        # The last prompt of any earlier screen: the previous one may show a running program instead.
-        here = next((m for m in (last_prompt(strip_marker(s)) for s in reversed(screens)) if m), None)
-        lines = strip_marker(observation).splitlines()
-        if here is None or not lines:
-            return observation
-        first = PROMPT_RE.match(lines[0])
-        old_cwd = first.group("cwd") if first else None
-        recorded = next((m.group("host") for m in map(PROMPT_RE.match, lines) if m), None)
-        if recorded and recorded != here.group("host"):
-            # The recorded container's id is this session's id wherever it appears (e.g. `hostname`).
-            lines = [line if PROMPT_RE.match(line) else line.replace(recorded, here.group("host"))
-                     for line in lines]
-        command = (terminal_keystrokes(action) or "").split("\n")[0].rstrip()
-        for n, line in enumerate(lines):
-            m = PROMPT_RE.match(line)
-            if m:
-                cwd = here.group("cwd") if m.group("cwd") == old_cwd else m.group("cwd")
-                head = f"{here.group('user')}@{here.group('host')}:{cwd}{m.group('sigil')}"
-                cmd = m.group("cmd")
-                if n == 0 and cmd is not None and command and not re.fullmatch(r"C-\w", command):
-                    cmd = command
-                lines[n] = f"{head} {cmd}" if cmd is not None else head
-        return f"{OBSERVATION_MARKER}\n" + "\n".join(lines)
-
-
 _TOOL_CALLS = ToolCallKeys()
-_KEYS: dict[str, RetrievalKeys] = {"terminal": TerminalKeys()}
 
 
 def retrieval_keys(domain: str | None) -> RetrievalKeys:
-    """The domain's :class:`RetrievalKeys` (tool-call keys for any domain without its own, and for None)."""
-    return _KEYS.get(domain or "", _TOOL_CALLS)
+    """The keys ``domain``'s plugin names (tool-call keys for a domain without its own, and for None)."""
+    found = plugin(domain) if domain else None
+    if found is None or found.retrieval_keys is None:
+        return _TOOL_CALLS
+    keys: RetrievalKeys = resolve(found.retrieval_keys)
+    return keys

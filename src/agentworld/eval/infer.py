@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from agentworld.domains.registry import DomainRegistry
+from agentworld.domains.registry import DomainRegistry, domain_names
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, BackendError, DataError
 from agentworld.eval.cache import ResponseCache
@@ -21,7 +21,7 @@ from agentworld.io import read_journal
 from agentworld.models.base import ChatBackend, ChatRequest, Usage
 from agentworld.models.parsing import parse_prediction
 from agentworld.redact import redact_text
-from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples
+from agentworld.schema import BenchSample, load_samples
 
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (BackendError, TimeoutError, OSError)
 """Failures that belong to one request: recorded on the sample, the run goes on."""
@@ -84,11 +84,12 @@ def read_predictions(path: Path) -> dict[str, PredictionRow]:
 
 def select_samples(config: InferFields) -> list[BenchSample]:
     """Load (raising a located :class:`DataError` before anything is written), filter, limit."""
-    samples = load_samples(config.data)
+    known = domain_names()
+    samples = load_samples(config.data, known_domains=known)
     if config.domains:
-        unknown = sorted(set(config.domains) - set(DOMAIN_NAMES))
+        unknown = sorted(set(config.domains) - set(known))
         if unknown:
-            raise DataError(f"unknown domain(s) {', '.join(unknown)}; known: {', '.join(DOMAIN_NAMES)}",
+            raise DataError(f"unknown domain(s) {', '.join(unknown)}; known: {', '.join(known)}",
                             field="domains")
         samples = [s for s in samples if s.domain in config.domains]
     return samples[: config.limit] if config.limit else samples

@@ -17,6 +17,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from agentworld.domains.registry import domain_names
 from agentworld.errors import AgentWorldError
 from agentworld.eval.baselines import BASELINES
 from agentworld.eval.ruletier import rule_tier
@@ -83,7 +84,7 @@ def _samples(run_dir: Path, cfg: dict[str, Any]) -> tuple[list[BenchSample], str
     if not paths:
         return [], "no data paths in config.json: predictions only"
     try:
-        return load_samples(paths), ""
+        return load_samples(paths, known_domains=domain_names()), ""
     except AgentWorldError as exc:
         return [], f"data not readable ({exc}): predictions only"
 

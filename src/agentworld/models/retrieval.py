@@ -298,8 +298,11 @@ class RetrievalBackend:
 def _retrieval(corpus: Iterable[CorpusItem] | None = None,
                exclude: Callable[[BenchSample], bool] | None = None) -> RetrievalBackend:
     if corpus is None:
-        corpus, label = default_corpus(), "the shipped corpora"
-        return RetrievalBackend(RetrievalIndex(corpus, exclude, label=label))
+        from agentworld.corpus import shipped_corpora
+
+        names = list(shipped_corpora())
+        label = f"the shipped {', '.join(names) or 'no'} {'corpus' if len(names) < 2 else 'corpora'}"
+        return RetrievalBackend(RetrievalIndex(default_corpus(), exclude, label=label))
     return RetrievalBackend(RetrievalIndex(corpus, exclude))
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from agentworld.domains.registry import domain_names
 from agentworld.errors import DataError
 from agentworld.schema import (
-    DOMAIN_NAMES,
     BenchSample,
     Trajectory,
     discover_data,
@@ -48,8 +48,9 @@ def _unified_rows(path: Path) -> Iterator[BenchSample]:
             err = exc.errors()[0]
             raise DataError(err["msg"], path=str(path), line=line, sample_id=sid,
                             field=".".join(str(p) for p in err["loc"]) or None) from None
-        if traj.domain not in DOMAIN_NAMES:
-            raise DataError(f"unknown domain {traj.domain!r}; known: {', '.join(DOMAIN_NAMES)}",
+        known = domain_names()
+        if traj.domain not in known:
+            raise DataError(f"unknown domain {traj.domain!r}; known: {', '.join(known)}",
                             path=str(path), line=line, sample_id=sid, field="domain")
         yield from trajectory_rows(traj)
 
@@ -75,7 +76,7 @@ def file_rows(path: Path) -> Iterator[BenchSample]:
     if first is None:
         return
     if _bench_row(first):
-        yield from read_bench_jsonl(path)
+        yield from read_bench_jsonl(path, known_domains=domain_names())
         return
     from agentworld.data.ingest import detect_format
 
@@ -95,7 +96,7 @@ def corpus_rows(corpus: Iterable[CorpusItem]) -> Iterator[BenchSample]:
         elif isinstance(item, Trajectory):
             yield from trajectory_rows(item)
         elif isinstance(item, dict):
-            yield parse_row(item)
+            yield parse_row(item, known_domains=domain_names())
         else:
             for file in discover_data([item], pattern="*.jsonl"):  # recordings need no naming rule
                 yield from file_rows(file)
@@ -110,18 +111,7 @@ def describe_corpus(corpus: Sequence[CorpusItem]) -> str:
 
 
 def default_corpus() -> list[Path]:
-    """The shipped corpora: the terminal's, then each domain package's (``DomainPlugin.corpus``)."""
-    from agentworld.domains.base import plugins
+    """Every domain's shipped corpus (the packages' ``corpus.jsonl``), when installed."""
+    from agentworld.corpus import shipped_corpora
 
-    paths: list[Path] = []
-    try:
-        from agentworld.corpus import corpus_path  # type: ignore[import-not-found,unused-ignore]
-
-        paths.append(Path(corpus_path("terminal")))
-    except ImportError:
-        pass
-    for plugin in plugins().values():
-        shipped = plugin.data_file(plugin.corpus)
-        if shipped is not None:
-            paths.append(shipped)
-    return [path for path in dict.fromkeys(paths) if path.is_file()]
+    return list(shipped_corpora().values())

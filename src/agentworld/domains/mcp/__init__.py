@@ -1,6 +1,9 @@
-"""The MCP domain: tool calls to Model Context Protocol servers, and real servers to record and route to.
+"""The MCP domain: tool calls to Model Context Protocol servers and their results.
 
-Light on purpose (read by the registry at start-up): every heavy part is a reference resolved on use.
+Real: the recording proxy (``agentworld record mcp``) between a client and a real server, scenarios
+recorded through it against real servers (git, time, filesystem, memory), a real server session
+for sim-to-real routing, and rules that compare results field by field. Light on purpose (read by
+the registry at start-up): every heavy part is a reference resolved on use.
 """
 
 from agentworld.domains.base import DomainPlugin
@@ -8,6 +11,7 @@ from agentworld.domains.base import DomainPlugin
 PLUGIN = DomainPlugin(
     name="mcp",
     display="MCP",
+    rules="agentworld.domains.mcp.rules:RULES",
     environment="agentworld.domains.mcp.env:open_environment",
     routing="agentworld.domains.mcp.routing:decide",
     recorder="agentworld.domains.mcp.record:COMMAND",

@@ -1,216 +1,62 @@
-"""``agentworld record mcp``: MCP rows from the recording proxy, and scenarios driven through it.
-
-Why: the proxy (:mod:`agentworld.envs.mcp_proxy`) is protocol machinery; what its rows say — the
-action text of a call, the system prompt with the server's tools — is this domain's (:data:`ROWS`).
-With ``--scenarios``, each scenario runs a real MCP client (the ``mcp`` SDK) whose server command is
-the proxy itself (``agentworld record mcp --out … -- <server>``), so the rows are what any client's
-session through the proxy records. Each server runs in a fresh folder that a
-:class:`~agentworld.envs.janitor.Janitor` removes, with every process started for it, even when the
-recorder is killed. The folder's random path is written ``/workspace`` in rows, so re-recording gives
-the same observations apart from runtime metadata (file dates, the clock of the time server).
-"""
+"""``agentworld record mcp``: record MCP sessions through the relaying proxy, or scripted scenarios
+through it against real servers (imported when it runs; the machinery is imported inside)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import sys
-import tempfile
-import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentworld.domains.actions import format_tool_action
+import typer
+from pydantic import BaseModel, ConfigDict, Field
+
 from agentworld.domains.base import RecorderCommand
-from agentworld.envs.cli import RecordMcpOptions
-from agentworld.envs.mcp_proxy import RowLayout
 from agentworld.errors import AgentWorldError
 
-DOMAIN = "mcp"
-GRACE_S = 0.3
-"""Every call is answered before the session ends, so a server ignoring EOF gets SIGTERM soon after."""
+DEFAULT_GRACE_S = 2.0
+"""Same value as :data:`agentworld.envs.mcp_proxy_stdio.DEFAULT_GRACE_S` (not imported: it is heavy)."""
 
 
-def system_prompt(tools: list[Any] | None) -> str:
-    """The mcp domain system prompt plus the server's tool list, as the simulator builds it."""
-    from agentworld.domains import DOMAINS
+class RecordMcpOptions(BaseModel):
+    """Record MCP sessions while relaying them, byte for byte, between a client and a real server.
 
-    parts = [DOMAINS[DOMAIN].system_prompt.rstrip()]
-    if tools:
-        parts.append("# Available tools\n" + json.dumps({"tools": tools}, indent=2, ensure_ascii=False))
-    return "\n\n".join(parts)
-
-
-ROWS = RowLayout(task=DOMAIN, action=format_tool_action, system_prompt=system_prompt)
-"""How the proxy's recorded calls read as rows of the mcp domain."""
-
-
-class RecordError(AgentWorldError):
-    """A scenario could not be recorded (its server did not start or the session broke)."""
-
-
-def _tail(path: Path, lines: int = 8) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def record_scenario(scenario: Any, *, janitor: Any, command: Sequence[str] | None = None,
-                    timeout_s: float = 60.0) -> Any:
-    """Record one :class:`~agentworld.domains.mcp.scenarios.McpScenario` into a trajectory.
-
-    ``command`` replaces the preset's server command (``{root}`` = the scenario's folder).
+    stdio: make 'agentworld record mcp --out S.jsonl -- SERVER COMMAND...' the client's server command.
+    HTTP: run 'agentworld record mcp --out S.jsonl --url http://127.0.0.1:8000/mcp', then point the client
+    at the URL printed on stderr. Each answered tool call is appended to OUT as it happens; the rows of
+    one session make one trajectory (ingest format 'recording').
+    Scenarios: 'agentworld record mcp --scenarios FILE --out OUT [-- SERVER COMMAND...]' runs a real MCP
+    client through this proxy for each scenario, against its server (git, time, filesystem, memory) in a
+    fresh folder shown as /workspace, and writes AgentWorldBench rows.
     """
-    from agentworld.domains.mcp.servers import PathMap, preset
-    from agentworld.envs.mcp_client import McpClient
-    from agentworld.io import read_journal
 
-    server = preset(scenario.server)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-"))
-    janitor.track(run_dir)
-    started, clock = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
-    try:
-        root = run_dir / "workspace"
-        root.mkdir()
-        server.prepare(root, scenario.files, scenario.changes)
-        argv = [c.replace("{root}", str(root)) for c in command] if command else server.argv(root)
-        journal = run_dir / "calls.jsonl"
-        proxy = [sys.executable, "-m", "agentworld", "record", "mcp", "--out", str(journal),
-                 "--name", scenario.name, "--grace-s", str(GRACE_S), "--", *argv]
-        paths = PathMap(str(root))
-        with (run_dir / "stderr.log").open("w", encoding="utf-8") as errlog:
-            try:
-                with McpClient(proxy, env={**server.environment(root), **janitor.env}, cwd=root,
-                               errlog=errlog, timeout_s=timeout_s) as client:
-                    for call in scenario.calls:
-                        client.call(call.tool, paths.actual(call.arguments))
-            except Exception as exc:
-                raise RecordError(f"scenario {scenario.name!r} ({scenario.server}): {exc}\n"
-                                  f"{_tail(run_dir / 'stderr.log')}") from exc
-        rows = list(read_journal(journal))
-        if len(rows) != len(scenario.calls):
-            raise RecordError(f"scenario {scenario.name!r}: {len(rows)} of {len(scenario.calls)} calls "
-                              f"were answered\n{_tail(run_dir / 'stderr.log')}")
-        return _trajectory(scenario, rows[-1], paths, started, time.monotonic() - clock)
-    finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    out: Path = Field(description="JSONL file to append to: an AgentWorldBench row per answered tool call, "
+                      "as it is answered (with --scenarios: the rows of each recorded scenario).")
+    scenarios: Path | None = Field(None, description="Scenario file (JSON lines: name, server, files, "
+                                   "changes, calls) to record with a scripted MCP client; a server command "
+                                   "after -- replaces each scenario's server ({root} is its folder).")
+    resume: bool = Field(False, description="With --scenarios: keep OUT and record only the scenarios not "
+                         "complete in it.")
+    overwrite: bool = Field(False, description="With --scenarios: replace an existing OUT.")
+    name: str | None = Field(None, description="Trajectory id prefix (default: the server's name).")
+    url: str | None = Field(None, description="Streamable-HTTP MCP server to proxy, e.g. "
+                            "http://127.0.0.1:8000/mcp (instead of a server command).")
+    listen_port: int = Field(0, ge=0, le=65535, description="HTTP mode: port on 127.0.0.1 to serve on; 0 "
+                             "picks a free one (the URL is printed on stderr).")
+    grace_s: float = Field(DEFAULT_GRACE_S, ge=0, description="stdio mode: seconds the server may take to "
+                           "exit once its input closes, and again after SIGTERM, before it is killed.")
 
 
-def _trajectory(scenario: Any, last: dict[str, Any], paths: Any, started: str, elapsed_s: float) -> Any:
-    """The session's last proxy row (it holds every turn) as a trajectory, paths shown as /workspace."""
-    from agentworld.schema import Trajectory, Turn
-
-    meta = last.get("meta") or {}
-    kept = ("tool", "is_error", "latency_s")
-    per_turn = meta.get("turns") or [{}] * len(last["prompt"])
-    turns = tuple(Turn(action=paths.shown(a), observation=paths.shown(o), meta={k: m.get(k) for k in kept})
-                  for a, o, m in zip(last["prompt"], last["response"], per_turn, strict=True))
-    info = {"source": "real", "recorder": "agentworld record mcp", "scenario": scenario.name,
-            "server": scenario.server, "server_info": meta.get("server"),
-            "protocol_version": meta.get("protocol_version"), "started_at": started,
-            "elapsed_s": round(elapsed_s, 3)}
-    return Trajectory(id=scenario.name, domain=DOMAIN, task=DOMAIN, turns=turns, meta=info,
-                      system_prompt=paths.shown(last["system_str"]))
-
-
-def trajectory_rows(trajectory: Any) -> list[dict[str, Any]]:
-    """AgentWorldBench rows of a trajectory; each carries the recording's ``meta``."""
-    return [{**s.to_row(), "meta": trajectory.meta} for s in trajectory.samples()]
-
-
-def _complete(out: Path) -> set[str]:
-    """Scenario names whose every row is in ``out``; rows of partial ones are dropped (atomic rewrite)."""
-    from agentworld.io import atomic_write_jsonl, read_journal
-
-    rows = list(read_journal(out)) if out.exists() else []
-    counts: dict[str, int] = {}
-    totals: dict[str, int] = {}
-    for row in rows:
-        name = str(row.get("id", "")).rpartition("-t")[0]
-        counts[name] = counts.get(name, 0) + 1
-        totals[name] = int(row.get("total_turns") or 0)
-    done = {n for n, c in counts.items() if c == totals[n]}
-    kept = [r for r in rows if str(r.get("id", "")).rpartition("-t")[0] in done]
-    if len(kept) != len(rows):
-        atomic_write_jsonl(out, kept)
-    return done
-
-
-def record_to_jsonl(scenarios: Sequence[Any], out: str | Path, *, command: Sequence[str] | None = None,
-                    resume: bool = False, on_done: Callable[[Any, str | None], None] | None = None) -> int:
-    """Record scenarios into ``out`` (rows of a scenario appended once it is whole); rows written.
-
-    A scenario that fails is reported through ``on_done(scenario, error)`` and skipped.
-    """
-    from agentworld.envs.janitor import Janitor
-    from agentworld.io import JsonlJournal
-
-    out = Path(out)
-    skip = _complete(out) if resume else set()
-    if not resume and out.exists():
-        out.unlink()
-    written = 0
-    with Janitor() as janitor:
-        journal = JsonlJournal(out)
-        try:
-            for scenario in scenarios:
-                if scenario.name in skip:
-                    continue
-                try:
-                    rows = trajectory_rows(record_scenario(scenario, janitor=janitor, command=command))
-                except RecordError as exc:
-                    if on_done is not None:
-                        on_done(scenario, str(exc))
-                    continue
-                for row in rows:
-                    journal.append(row, sync=False)
-                journal.sync()
-                written += len(rows)
-                if on_done is not None:
-                    on_done(scenario, None)
-        finally:
-            journal.close()
-    return written
-
-
-def run(options: RecordMcpOptions, server: list[str] | None = None) -> None:
-    """``agentworld record mcp``: scenarios when ``--scenarios`` is given, else the recording proxy."""
-    import typer
-
+def record_mcp(options: RecordMcpOptions, server: list[str] | None = None) -> None:
+    """Scenarios when ``--scenarios`` is given, else the recording proxy."""
     if options.scenarios is None:
         _proxy(options, server)
-        return
-    from rich.console import Console
-
-    from agentworld.domains.mcp.scenarios import load_scenarios
-
-    if options.url is not None:
-        raise AgentWorldError("--scenarios starts its own servers; it does not take --url")
-    out = options.out
-    if out.exists() and out.stat().st_size and not (options.resume or options.overwrite):
-        raise AgentWorldError(f"{out} exists; pass --resume to continue it or --overwrite")
-    scenarios = load_scenarios(options.scenarios)
-    console = Console(stderr=True)
-    failed: list[str] = []
-
-    def done(scenario: Any, error: str | None) -> None:
-        if error is not None:
-            failed.append(scenario.name)
-            console.print(f"[red]failed[/] {error}", markup=False, highlight=False)
-
-    rows = record_to_jsonl(scenarios, out, command=server or None, resume=options.resume, on_done=done)
-    console.print(f"recorded {len(scenarios) - len(failed)} scenario(s), {rows} row(s) → {out}")
-    if failed:
-        console.print(f"{len(failed)} scenario(s) failed: {', '.join(failed)}", markup=False)
-        raise typer.Exit(1)
+    else:
+        _scenarios(options, server)
 
 
 def _proxy(options: RecordMcpOptions, server: list[str] | None) -> None:
-    import typer
+    from agentworld.domains.mcp.rows import ROWS
 
     if (options.url is None) == (not server):
         raise AgentWorldError("give either a server command after -- (stdio) or --url (HTTP), not both")
@@ -225,4 +71,36 @@ def _proxy(options: RecordMcpOptions, server: list[str] | None) -> None:
                                      grace_s=options.grace_s))
 
 
-COMMAND = RecorderCommand(options=RecordMcpOptions, run=run, help=RecordMcpOptions.__doc__ or "")
+def _scenarios(options: RecordMcpOptions, server: list[str] | None) -> None:
+    from rich.console import Console
+
+    from agentworld.domains.mcp.recording import record_to_jsonl
+    from agentworld.domains.mcp.scenarios import load_scenarios
+
+    assert options.scenarios is not None
+    if options.url is not None:
+        raise AgentWorldError("--scenarios starts its own servers; it does not take --url")
+    out = options.out
+    if out.exists() and out.stat().st_size and not (options.resume or options.overwrite):
+        raise AgentWorldError(f"{out} exists; pass --resume to continue it or --overwrite")
+    scenarios = load_scenarios(options.scenarios)
+    console = Console(stderr=True)
+    failed: list[str] = []
+
+    def done(scenario: Any, error: str | None) -> None:
+        if error is not None:
+            failed.append(scenario.name)
+            console.print(f"failed {error}", markup=False, highlight=False)
+
+    rows = record_to_jsonl(scenarios, out, command=server or None, resume=options.resume, on_done=done)
+    console.print(f"recorded {len(scenarios) - len(failed)} scenario(s), {rows} row(s) → {out}")
+    if failed:
+        console.print(f"{len(failed)} scenario(s) failed: {', '.join(failed)}", markup=False)
+        raise typer.Exit(1)
+
+
+SERVER = typer.Argument(None, help="stdio mode (or with --scenarios, instead of each scenario's server): "
+                        "the real server command, after --.")
+
+COMMAND = RecorderCommand(options=RecordMcpOptions, run=record_mcp,
+                          arguments={"server": (list[str] | None, SERVER)})

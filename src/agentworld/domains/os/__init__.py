@@ -1,0 +1,7 @@
+"""The OS domain: prompt-only (no desktop here), scored by accessibility-tree shape."""
+
+from agentworld.domains.base import DomainPlugin
+
+PLUGIN = DomainPlugin(name="os", display="OS", action_word="command",
+                      rules="agentworld.domains.rules:TREE_RULES",
+                      real_note="no desktop environment here: the domain is simulated only")

@@ -1,0 +1,17 @@
+"""The terminal domain: a bash session in a sandbox, driven by Terminal-Bench keystroke batches.
+
+Real: recorder (``agentworld record terminal``), shipped corpus, rules, retrieval keys, routing.
+"""
+
+from agentworld.domains.base import DomainPlugin
+
+PLUGIN = DomainPlugin(
+    name="terminal",
+    display="Terminal",
+    action_word="command",
+    effect="The shell echoes the command, prints its output and a new prompt.",
+    rules="agentworld.domains.terminal.rules:RULES",
+    retrieval_keys="agentworld.domains.terminal.retrieval:KEYS",
+    recorder="agentworld.domains.terminal.record_cli:COMMAND",
+    corpus="corpus.jsonl",
+)

@@ -1,0 +1,5 @@
+"""The web domain: browser actions observed as an accessibility tree."""
+
+from agentworld.domains.base import DomainPlugin
+
+PLUGIN = DomainPlugin(name="web", display="Web", rules="agentworld.domains.rules:TREE_RULES")
