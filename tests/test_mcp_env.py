@@ -97,6 +97,28 @@ def test_real_environment_steps_answer_as_the_recorded_rows(recordings: Recordin
         env.close()
 
 
+def test_real_environment_without_a_server_starts_the_one_offering_the_first_tool() -> None:
+    from agentworld.domains.mcp.env import open_environment
+
+    _need("memory")
+    env = open_environment()
+    try:
+        with pytest.raises(ValueError, match="no real MCP server here offers the tool 'book_flight'"):
+            env.step(_call("book_flight", flight="X1"))
+        assert env.server is None and not list(Path(tempfile.gettempdir()).glob(
+            f"agentworld-mcp-{os.getpid()}-*"))
+        created = env.step(_call("create_entities", entities=[{"name": "Oslo", "entityType": "city",
+                                                               "observations": []}]))
+        assert env.server is not None and env.server.name == "memory"
+        assert json.loads(created) == [{"name": "Oslo", "entityType": "city", "observations": []}]
+        assert json.loads(env.step(_call("read_graph")))["entities"][0]["name"] == "Oslo"
+    finally:
+        env.close()
+    assert not list(Path(tempfile.gettempdir()).glob(f"agentworld-mcp-{os.getpid()}-*"))
+    with pytest.raises(ValueError, match="closed"):
+        env.step(_call("read_graph"))
+
+
 STUB = """\
 import json, os, sys, time
 root = sys.argv[1]

@@ -5,6 +5,9 @@ the real and the predicted turns of one episode disagree in form. So the server 
 recorder (:mod:`agentworld.domains.mcp.servers`) in a fresh folder shown as ``/workspace``, the client
 is the ``mcp`` SDK, and results are read into text as the proxy reads them: :meth:`McpEnvironment.step`
 returns a recorded row's observation without its ``**Environment Observation:**`` line.
+
+Without a ``server``, the environment starts on its first step the server whose tools include the
+called one (as the shipped corpus lists them), so a router can open it before knowing the episode.
 """
 
 from __future__ import annotations
@@ -25,31 +28,44 @@ class McpEnvironment:
     :class:`~agentworld.envs.janitor.Janitor` watches).
     """
 
-    def __init__(self, server: str = "filesystem", *, files: Mapping[str, str] | None = None,
+    def __init__(self, server: str | None = None, *, files: Mapping[str, str] | None = None,
                  changes: Mapping[str, str] | None = None, command: Sequence[str] | None = None,
                  timeout_s: float = 60.0) -> None:
-        from agentworld.domains.mcp.servers import PathMap, preset
+        from agentworld.domains.mcp.servers import preset
+
+        self.server = preset(server) if server is not None else None
+        self._setup = (dict(files or {}), dict(changes or {}), list(command) if command else None, timeout_s)
+        self._client: Any = None
+        self._janitor: Any = None
+        self._errlog: Any = None
+        self._closed = False
+        self.tools: list[dict[str, Any]] = []
+        if self.server is not None:
+            self._start()
+
+    def _start(self) -> None:
+        from agentworld.domains.mcp.servers import PathMap
         from agentworld.envs.janitor import Janitor
         from agentworld.envs.mcp_client import McpClient
 
-        self.server = preset(server)
+        assert self.server is not None
+        files, changes, command, timeout_s = self._setup
         self._janitor = Janitor()
-        self._closed = False
         try:
-            self._dir = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-"))
-            self._janitor.track(self._dir)
-            root = self._dir / "workspace"
+            folder = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-"))
+            self._janitor.track(folder)
+            root = folder / "workspace"
             root.mkdir()
-            self.server.prepare(root, files or {}, changes)
+            self.server.prepare(root, files, changes)
             argv = [c.replace("{root}", str(root)) for c in command] if command else self.server.argv(root)
-            self._errlog = (self._dir / "stderr.log").open("w", encoding="utf-8")
+            self._errlog = (folder / "stderr.log").open("w", encoding="utf-8")
             self.paths = PathMap(str(root))
             self._client = McpClient(argv, env={**self.server.environment(root), **self._janitor.env},
                                      cwd=root, errlog=self._errlog, timeout_s=timeout_s)
         except BaseException:
-            self._janitor.close()
+            self.close()
             raise
-        self.tools: list[dict[str, Any]] = self._client.tools
+        self.tools = self._client.tools
 
     def initial_observation(self) -> str:
         """Nothing: an MCP session shows no state before its first call (the tools are in the prompt)."""
@@ -59,12 +75,24 @@ class McpEnvironment:
         """Perform the tool call in ``action`` (row text) and return its result text as rows hold it.
 
         Raises:
-            ValueError: the action holds no JSON tool call.
+            ValueError: the action holds no JSON tool call, or (no server chosen yet) no server here
+                offers its tool.
         """
+        if self._closed:
+            raise ValueError("the MCP environment is closed")
         call = tool_call(action)
         if call is None:
             raise ValueError(f"not an MCP tool call: {action[:80]!r}")
         name, arguments = call
+        if self._client is None:
+            from agentworld.domains.mcp.routing import tool_servers
+            from agentworld.domains.mcp.servers import preset
+
+            chosen = tool_servers().get(name)
+            if chosen is None:
+                raise ValueError(f"no real MCP server here offers the tool {name!r}")
+            self.server = preset(chosen)
+            self._start()
         text, _is_error = self._client.call(name, self.paths.actual(arguments))
         return self.paths.shown(text)
 
@@ -74,19 +102,23 @@ class McpEnvironment:
             return
         self._closed = True
         try:
-            self._client.close()
+            if self._client is not None:
+                self._client.close()
         finally:
-            self._errlog.close()
-            self._janitor.close()
+            if self._errlog is not None:
+                self._errlog.close()
+            if self._janitor is not None:
+                self._janitor.close()
 
 
-def open_environment(seed: int = 0, server: str = "filesystem", **options: Any) -> McpEnvironment:
-    """A real MCP server session (``server``: git, time, filesystem or memory).
+def open_environment(seed: int = 0, server: str | None = None, **options: Any) -> McpEnvironment:
+    """A real MCP server session (``server``: git, time, filesystem or memory; None: chosen by the first
+    call's tool).
 
     ``seed`` is accepted for the common factory signature; these servers start the same every time.
     Options: ``files`` (relative path → text written first; for git the first commit), ``changes``
-    (written after), ``command`` (replaces the preset's server
-    command; ``{root}`` is the folder), ``timeout_s``.
+    (written after), ``command`` (replaces the preset's server command; ``{root}`` is the folder),
+    ``timeout_s``.
     """
     del seed
     return McpEnvironment(server, **options)

@@ -42,23 +42,40 @@ def read_only(tool: Mapping[str, Any] | None, name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def known_tools() -> dict[str, dict[str, Any]]:
-    """The tools of the servers that run here, as they listed themselves in the shipped corpus."""
+def _catalogue() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Tools of the servers that run here as they listed themselves in the shipped corpus, and the
+    server preset offering each."""
     from agentworld.domains.base import plugin
 
     mcp = plugin("mcp")
     path = mcp.data_file(mcp.corpus) if mcp is not None else None
     tools: dict[str, dict[str, Any]] = {}
-    if path is None or not path.is_file():
-        return tools
-    lines = path.read_text(encoding="utf-8").splitlines()
-    prompts = {json.loads(line).get("system_str", "") for line in lines if line.strip()}
-    for prompt in prompts:
+    servers: dict[str, str] = {}
+    if path is None:
+        return tools, servers
+    seen: set[tuple[str, str]] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line) if line.strip() else {}
+        server, prompt = str((row.get("meta") or {}).get("server", "")), row.get("system_str", "")
+        if (server, prompt) in seen:
+            continue
+        seen.add((server, prompt))
         _, marker, listing = prompt.partition("# Available tools\n")
-        if marker:
-            for tool in json.loads(listing).get("tools", []):
-                tools.setdefault(str(tool.get("name")), tool)
-    return tools
+        for tool in json.loads(listing).get("tools", []) if marker else []:
+            tools.setdefault(str(tool.get("name")), tool)
+            if server:
+                servers.setdefault(str(tool.get("name")), server)
+    return tools, servers
+
+
+def known_tools() -> dict[str, dict[str, Any]]:
+    """The tools of the servers that run here, as they listed themselves in the shipped corpus."""
+    return _catalogue()[0]
+
+
+def tool_servers() -> dict[str, str]:
+    """Tool name → the server preset (git, time, filesystem, memory) that offers it."""
+    return _catalogue()[1]
 
 
 def decide(action: str, tools: Sequence[Mapping[str, Any]] | None = None) -> RouteDecision:
