@@ -19,6 +19,7 @@ from agentworld.eval.cli import app
 from agentworld.eval.runner import journal_ids
 from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest
+from agentworld.models.cache import response_key
 from agentworld.schema import Message, load_samples
 from agentworld.serve.mock_server import MockConfig, messages_key, run_mock_server
 from test_eval_helpers import bench_rows, write_bench
@@ -120,7 +121,7 @@ def test_sigkill_mid_run_then_resume_sends_no_completed_request_twice(tmp_path: 
             model, tokens = ("wm", 32768) if entry["kind"] == "world" else ("judge", 32768)
             request = ChatRequest(messages=tuple(Message(**m) for m in entry["messages"]), model=model,
                                   max_tokens=tokens, temperature=0.6)
-            key = f"{request.key()}#0"
+            key = response_key(f"openai:{model}", request)
             sent[key] = sent.get(key, 0) + 1
     assert completed <= set(sent)
     assert all(sent[key] == 1 for key in completed)

@@ -37,12 +37,12 @@ def test_rejudge_never_repredicts_and_same_judge_replays_cache(tmp_path: Path, d
     report = run_eval(_config(tmp_path), model=model, judge=first)
     assert len(model.calls) == 9 and len(first.calls) == 9
     assert report.overall.valid == 9
-    other = scripted_judge()
+    other = ScriptedBackend(default=VERDICT, name="scripted-judge-2")
     rejudge = JudgeConfig(run=tmp_path / "run", judge_model="j2", progress=False, rules=False)
     again = run_judge(rejudge, judge=other)
     assert len(other.calls) == 9 and again.overall.valid == 9
     assert len(list((tmp_path / "run").glob("judgments.*.jsonl"))) == 1       # the j judgments were archived
-    replay = scripted_judge()
+    replay = ScriptedBackend(default=VERDICT, name="scripted-judge-2")
     (tmp_path / "run" / "judgments.jsonl").unlink()
     run_judge(rejudge, judge=replay)
     assert replay.calls == [] and len(journal_ids(tmp_path / "run" / "judgments.jsonl")) == 9

@@ -75,8 +75,9 @@ def test_score_rows_counts_failures_tokens_and_truncation() -> None:
 
 
 def test_ab_rates() -> None:
-    rows = [{"domain": "web", "mode": "turing", "failed": False, "correct": c} for c in (True, True, False)]
-    rows.append({"domain": "web", "mode": "turing", "failed": True})
+    rows = [{"id": f"w{i}", "domain": "web", "mode": "turing", "failed": False, "correct": c}
+            for i, c in enumerate((True, True, False))]
+    rows.append({"id": "w3", "domain": "web", "mode": "turing", "failed": True})
     summary = ab_summary("turing", rows, {"web": 4})
     assert summary["overall"]["accuracy"] == pytest.approx(2 / 3)
     assert summary["overall"]["fooling_rate"] == pytest.approx(1 / 3)

@@ -69,6 +69,24 @@ def test_a_registered_domain_has_a_record_with_its_own_prompts(notes: DomainPlug
         DOMAINS["notes"]
 
 
+def test_a_plugin_without_prompts_or_an_unimportable_package_is_one_clear_error(tmp_path: Path) -> None:
+    register_domain(DomainPlugin(name="ghost", display="Ghost", package="agentworld.domains"))
+    try:
+        with pytest.raises(DataError, match=r"domain 'ghost': its package 'agentworld.domains' has no "
+                                            r"prompts/system_prompt.txt"):
+            DOMAINS["terminal"]
+    finally:
+        unregister_domain("ghost")
+    assert DOMAINS["terminal"].name == "terminal"
+    env = {**os.environ, "AGENTWORLD_DOMAIN_PACKAGES": "example_domain,no_such_package",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    done = subprocess.run([sys.executable, "-m", "agentworld", "record", "--help"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("error: AGENTWORLD_DOMAIN_PACKAGES names 'no_such_package', which is not "
+                           "importable (no module 'no_such_package')\n")
+
+
 def test_its_rules_score_predictions(notes: DomainPlugin) -> None:
     sample = trajectory(0, SESSIONS[0]).samples()[1]  # get colour, after set colour blue
     right = score_rules("notes", "colour = blue", sample.ground_truth, sample)

@@ -9,10 +9,10 @@ import pytest
 
 from agentworld.corpus import corpus_path
 from agentworld.domains.actions import format_terminal_action
+from agentworld.domains.mcp.ledger import McpLedger
+from agentworld.domains.terminal.ledger import TerminalLedger, parse_script, printf_format
 from agentworld.schema import read_bench_jsonl, strip_marker
 from agentworld.sim.ledger import SUMMARY_LIMIT, Contradiction, Ledger, NullLedger, make_ledger
-from agentworld.sim.ledger_mcp import McpLedger
-from agentworld.sim.ledger_terminal import TerminalLedger, parse_script, printf_format
 from agentworld.sim.types import WorldSpec
 
 HOST = "root@abc123"

@@ -1,4 +1,4 @@
-"""Sim-to-real router: rule decisions, routing state, and a real routed step in the sandbox."""
+"""Terminal sim-to-real routing: rule decisions, routing state, a real routed step in the sandbox."""
 
 from __future__ import annotations
 
@@ -9,10 +9,18 @@ from typing import Any
 
 import pytest
 
+from agentworld.domains.actions import format_terminal_action
+from agentworld.domains.terminal.env import TerminalEnvironment
+from agentworld.domains.terminal.routing import (
+    at_shell_prompt,
+    classify_script,
+    command_words,
+    keystroke_steps,
+)
 from agentworld.envs.sandbox import missing_tools
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.sim import Simulator, WorldSpec
-from agentworld.sim.router import Router, at_shell_prompt, classify_script, command_words, keystroke_steps
+from agentworld.sim.router import Router
 
 needs_sandbox = pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None,
                                    reason="needs bubblewrap and tmux")
@@ -111,8 +119,11 @@ class FakeTerminal:
 
 def test_input_to_a_running_program_and_bare_keys_follow_the_real_session() -> None:
     terminals: list[FakeTerminal] = []
-    router = Router(session_factory=lambda seed: terminals.append(FakeTerminal(seed)) or terminals[-1],
-                    seed=7, max_real_steps=4)
+    def factory(seed: int) -> TerminalEnvironment:
+        terminals.append(FakeTerminal(seed))
+        return TerminalEnvironment(terminals[-1])
+
+    router = Router(environment_factory=factory, seed=7, max_real_steps=4)
     assert router.route("terminal", keys("python3")) == "real"
     asyncio.run(router.execute(keys("python3")))
     assert router.route("terminal", keys("import requests")) == "real"  # typed into the REPL
@@ -134,6 +145,12 @@ def test_action_forms_and_prompt_detection() -> None:
     assert keystroke_steps(steps[0]) == steps
     assert keystroke_steps('[{"keystrokes": "ls\\n", "duration": 1.0}]') == steps
     assert keystroke_steps('**Action:**\n```json\n[{"keystrokes": "ls\\n", "duration": 1.0}]\n```') == steps
+    first_turn = ('**Current State:**\n```\nroot@abc:/app#\n```\n\n'
+                  '**Action:**\n```json\n[{"keystrokes": "ls\\n"}]\n```')
+    assert keystroke_steps(first_turn) == [{"keystrokes": "ls\n"}]
+    typed = [{"keystrokes": "echo '**Action:** ```'\n", "duration": 1.0}]
+    screen = "root@abc:/app# echo '**Action:**'\n**Action:**\nroot@abc:/app#"
+    assert keystroke_steps(format_terminal_action(typed, screen)) == typed
     with pytest.raises(ValueError, match="keystroke"):
         keystroke_steps("ls")
     assert at_shell_prompt("root@abc:/app# ls\na\nroot@abc:/app#")

@@ -18,6 +18,7 @@ from agentworld.data import process as proc
 from agentworld.data import scale
 from agentworld.data.ingest import ingest
 from agentworld.data.pipeline import PipelineConfig, PipelineReport, run_pipeline
+from agentworld.data.scale_worker import seeded_dedup
 from agentworld.errors import DataError
 
 SMALL = 1 << 14  # shard size floor for tests: the corpus (2.5 MB) becomes many shards
@@ -42,7 +43,7 @@ def _both(tmp_path: Path, inputs: list[dict[str, Any]], fmt: str = "samples", *,
     if processes:
         b = scale.run_parallel(par, processes, min_shard_bytes=SMALL, quiet=True)
     else:
-        b = scale.execute(par, scale._inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
+        b = scale.execute(par, scale.inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
     return seq.output.path.read_bytes(), par.output.path.read_bytes(), a, b
 
 
@@ -140,7 +141,7 @@ def test_error_is_located_as_in_the_sequential_run(tmp_path: Path) -> None:
         run_pipeline(_config(inputs, tmp_path / "seq" / "out.jsonl"), progress=False)
     par = _config(inputs, tmp_path / "par" / "out.jsonl")
     with pytest.raises(DataError, match=":301") as sharded:
-        scale.execute(par, scale._inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
+        scale.execute(par, scale.inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
     assert str(sharded.value) == str(seq.value)
     assert sharded.value.line == 301
     assert not par.output.path.exists()
@@ -152,7 +153,7 @@ def test_dedup_key_matches_the_pipeline_dedup() -> None:
     doubled = samples + samples[10:30]
     kept = list(proc.dedup(doubled))
     with open("/dev/null", "wb") as sink:
-        ours = list(scale._seeded_dedup(set(), sink)(doubled))
+        ours = list(seeded_dedup(set(), sink)(doubled))
     assert [s.id for s in ours] == [s.id for s in kept]
     assert len({scale.dedup_key(s) for s in doubled}) == len(kept) == len(samples)
 
@@ -164,7 +165,7 @@ def test_hf_datasets_falls_back_to_parent_export(tmp_path: Path) -> None:
     seq = _config([{"path": str(path)}], tmp_path / "seq" / "ds", "hf-datasets")
     par = _config([{"path": str(path)}], tmp_path / "par" / "ds", "hf-datasets")
     a = run_pipeline(seq, progress=False)
-    b = scale.execute(par, scale._inline_runner, shards=4, min_shard_bytes=1, quiet=True)
+    b = scale.execute(par, scale.inline_runner, shards=4, min_shard_bytes=1, quiet=True)
     assert _comparable(a) == _comparable(b)
     from datasets import load_from_disk
 
@@ -191,3 +192,45 @@ def test_ray_local_instance_identical(tmp_path: Path) -> None:
         ray.shutdown()
     assert par.output.path.read_bytes() == seq.output.path.read_bytes()
     assert _comparable(a) == _comparable(b)
+
+
+def _thread_runner(tasks: list[scale.ShardTask]) -> list[scale.ShardResult]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(scale.run_shard, tasks))
+
+
+def test_shards_in_threads_give_the_sequential_output(tmp_path: Path) -> None:
+    """Shards get their record source and dedup passed in, so several may run in one process."""
+    rows = _rows(corpus_path("terminal"))
+    path = _write_rows(tmp_path / "in.jsonl", rows + rows[:40])  # duplicates across shards too
+    seq = _config([{"path": str(path)}], tmp_path / "seq" / "out.jsonl")
+    par = _config([{"path": str(path)}], tmp_path / "par" / "out.jsonl")
+    a = run_pipeline(seq, progress=False)
+    b = scale.execute(par, _thread_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
+    assert par.output.path.read_bytes() == seq.output.path.read_bytes()
+    assert _comparable(a) == _comparable(b)
+
+
+def test_a_shard_runs_the_pipeline_without_patching_it(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld.data import ingest as ingest_mod
+    from agentworld.data import pipeline as pipe
+
+    original_records, original_dedup = ingest_mod.located_records, pipe.SAMPLE_STEPS["dedup"]
+    write = pipe._write_output
+    seen: list[bool] = []
+
+    def watching(samples: Any, spec: Any) -> Any:
+        def each() -> Any:
+            for sample in samples:
+                seen.append(ingest_mod.located_records is original_records
+                            and pipe.SAMPLE_STEPS["dedup"] is original_dedup)
+                yield sample
+        return write(each(), spec)
+
+    monkeypatch.setattr(pipe, "_write_output", watching)
+    par = _config([{"path": str(corpus_path("terminal"))}], tmp_path / "par" / "out.jsonl")
+    scale.execute(par, scale.inline_runner, shards=4, min_shard_bytes=SMALL, quiet=True)
+    assert seen and all(seen)

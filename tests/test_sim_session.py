@@ -15,7 +15,7 @@ from agentworld.envs.sandbox import container_id
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatRequest, ChatResult, Usage
 from agentworld.models.scripted import ScriptedBackend
-from agentworld.sim import ActionError, ControlSpec, SimCache, Simulator, StepResult, WorldSpec
+from agentworld.sim import ActionError, ControlSpec, ResponseCache, Simulator, StepResult, WorldSpec
 from agentworld.sim import session as session_mod
 
 LS = [{"keystrokes": "ls\n", "duration": 0.5}]
@@ -176,7 +176,7 @@ def test_invalid_tool_schema_is_a_located_error() -> None:
         sim.reset(WorldSpec(domain="mcp", tools=[{"name": "t", "inputSchema": {"type": 5}}]))
 
 
-def run_episode(model: Any, *, seed: int, cache: SimCache | None = None) -> list[StepResult]:
+def run_episode(model: Any, *, seed: int, cache: ResponseCache | None = None) -> list[StepResult]:
     sim = Simulator(model, ledger=False, cache=cache)
     sim.reset(WorldSpec(domain="mcp", tools=TOOLS), seed=seed)
     out = [sim.step({"tool_name": "get_user", "arguments": {"user_id": f"u{i}"}}) for i in range(4)]
@@ -189,7 +189,7 @@ def echo(request: ChatRequest) -> str:
 
 
 def test_cache_hits_identical_requests_and_persists(tmp_path: Any) -> None:
-    cache = SimCache(tmp_path / "sim-cache.jsonl")
+    cache = ResponseCache(tmp_path / "sim-cache.jsonl")
     model = ScriptedBackend(default=echo)
     first = run_episode(model, seed=5, cache=cache)
     assert [r.source for r in first] == ["world_model"] * 4 and len(model.calls) == 4
@@ -199,7 +199,7 @@ def test_cache_hits_identical_requests_and_persists(tmp_path: Any) -> None:
     run_episode(model, seed=6, cache=cache)
     assert len(model.calls) == 8  # the seed is part of the key
     cache.close()
-    reloaded = SimCache(tmp_path / "sim-cache.jsonl")
+    reloaded = ResponseCache(tmp_path / "sim-cache.jsonl")
     assert len(reloaded) == 8
     fresh = ScriptedBackend()
     assert [r.source for r in run_episode(fresh, seed=5, cache=reloaded)] == ["cache"] * 4 and not fresh.calls
@@ -271,8 +271,8 @@ class FakeRouter:
     def __init__(self) -> None:
         self.seeds: list[int | None] = []
 
-    def route(self, domain: str, action: Any) -> str:
-        return "real" if action[0]["keystrokes"].startswith("ls") else "model"
+    def route(self, domain: str, action: str) -> str:
+        return "real" if '"keystrokes": "ls' in action else "model"
 
     async def execute(self, action: Any) -> str:
         return "root@h:/app# ls\nreal.txt\nroot@h:/app#\n"

@@ -15,18 +15,20 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.envs import (
+from agentworld.domains.terminal.record import (
     Action,
+    Scenario,
+    format_action,
+    load_scenarios,
+    record_scenarios,
+    trajectory_rows,
+)
+from agentworld.envs import (
     Sandbox,
     SandboxConfig,
     SandboxTimeoutError,
-    Scenario,
     TerminalSession,
-    format_action,
-    load_scenarios,
     missing_tools,
-    record_scenarios,
-    trajectory_rows,
 )
 from agentworld.errors import DataError
 from agentworld.schema import parse_row, read_bench_jsonl
@@ -177,7 +179,7 @@ def test_load_scenarios_errors(tmp_path: Path) -> None:
     assert "scenario 1" in str(info.value)
     with pytest.raises(DataError, match="no such scenario"):
         load_scenarios(tmp_path / "missing.json")
-    builtin = load_scenarios(Path(__file__).parents[1] / "src/agentworld/envs/scenarios")
+    builtin = load_scenarios(Path(__file__).parents[1] / "src/agentworld/domains/terminal/scenarios")
     assert len(builtin) >= 40 and sum(len(s.actions) for s in builtin) >= 300
     assert all(isinstance(s, Scenario) for s in builtin)
 

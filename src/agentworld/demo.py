@@ -50,7 +50,7 @@ def record_demo_data(config: DemoConfig, data_file: Path, console: Console) -> N
     """Record the demo scenarios into ``data_file`` (resumes: finished scenarios are kept)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from agentworld.envs.record import builtin_scenarios_dir, load_scenarios, record_to_jsonl
+    from agentworld.domains.terminal.record import builtin_scenarios_dir, load_scenarios, record_to_jsonl
     from agentworld.envs.sandbox import missing_tools
 
     missing = missing_tools() + ([] if shutil.which("tmux") else ["tmux"])

@@ -2,8 +2,8 @@
 
 A domain's plugin names its corpus (``corpus="corpus.jsonl"``, package data beside its ``__init__``);
 the terminal's holds AgentWorldBench rows recorded from a real, sandboxed bash from the built-in
-scenarios (``agentworld/envs/scenarios/*.json``). Re-create it with one command (needs bubblewrap
-and tmux)::
+scenarios (``agentworld/domains/terminal/scenarios/*.json``). Re-create it with one command (needs
+bubblewrap and tmux)::
 
     agentworld record terminal --out src/agentworld/domains/terminal/corpus.jsonl --overwrite --seed 0
 

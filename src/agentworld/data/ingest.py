@@ -72,6 +72,15 @@ class IngestReport(BaseModel):
                                            sample_id=err.sample_id, field=err.field))
 
 
+LocatedRecord = tuple[int | None, int | None, int, Any]
+"""``(line, byte offset, index, record)``; line and offset are None for JSON-array items."""
+RecordSource = Callable[[Path, OnError, "IngestReport | None"], Iterator[LocatedRecord]]
+"""Where a converter's records come from: ``(path, on_error, report) -> (line, offset, index, record)``.
+
+:func:`located_records` reads the whole file; the scale-out passes one that reads a shard's byte
+range (``source=`` of :func:`ingest_plain`, handed to the built-in converters' ``read``)."""
+
+
 class Converter(Protocol):
     """Reads one input file into trajectories, streaming."""
 
@@ -113,7 +122,7 @@ def skip_or_raise(err: DataError, on_error: OnError, report: IngestReport | None
         report.add(err)
 
 
-def _array_document(path: Path) -> bool:
+def array_document(path: Path) -> bool:
     """A JSON array file (as opposed to JSONL, where a line may itself be a list of messages)."""
     with open(path, "rb") as handle:
         head = handle.readline()
@@ -129,17 +138,20 @@ def _array_document(path: Path) -> bool:
     return not (is_message_list or rest)
 
 
-def records(path: Path, on_error: OnError = "raise",
-            report: IngestReport | None = None) -> Iterator[tuple[int | None, int, Any]]:
-    """Yield ``(line, index, record)`` for JSONL lines or JSON-array items (line is None for arrays)."""
-    for line, _, index, obj in located_records(path, on_error, report):
+def records(path: Path, on_error: OnError = "raise", report: IngestReport | None = None,
+            source: RecordSource | None = None) -> Iterator[tuple[int | None, int, Any]]:
+    """Yield ``(line, index, record)`` for JSONL lines or JSON-array items (line is None for arrays).
+
+    ``source`` reads the records (default :func:`located_records`, the whole file).
+    """
+    for line, _, index, obj in (source or located_records)(path, on_error, report):
         yield line, index, obj
 
 
 def located_records(path: Path, on_error: OnError = "raise", report: IngestReport | None = None
                     ) -> Iterator[tuple[int | None, int | None, int, Any]]:
     """:func:`records` with each line's byte offset: ``(line, offset, index, record)`` (None for arrays)."""
-    if _array_document(path):
+    if array_document(path):
         try:
             items = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
@@ -180,10 +192,14 @@ def ingest(path: str | Path, fmt: str = "auto", *, on_error: OnError = "raise",
 
 
 def ingest_plain(path: str | Path, fmt: str = "auto", *, on_error: OnError = "raise",
-                 report: IngestReport | None = None,
+                 report: IngestReport | None = None, source: RecordSource | None = None,
                  **options: Any) -> Iterator[Trajectory | PlainTrajectory]:
     """:func:`ingest` for the pipeline: converters with a ``read_plain`` give plain records
-    (:mod:`agentworld.data.records`), the others their pydantic ones."""
+    (:mod:`agentworld.data.records`), the others their pydantic ones.
+
+    ``source``: where the records come from (see :data:`RecordSource`); only the built-in
+    converters take one, so it is passed on only when given.
+    """
     path = Path(path)
     if not path.is_file():
         raise DataError("no such file", path=str(path))
@@ -191,7 +207,8 @@ def ingest_plain(path: str | Path, fmt: str = "auto", *, on_error: OnError = "ra
     if report is not None:
         report.files.append(str(path))
     read = getattr(converter, "read_plain", converter.read)
-    for traj in read(path, on_error=on_error, report=report):
+    sourced = {"source": source} if source is not None else {}
+    for traj in read(path, on_error=on_error, report=report, **sourced):
         if report is not None:
             report.trajectories += 1
         yield traj
@@ -240,18 +257,18 @@ class BenchConverter:
     def sniff(record: Any) -> bool:
         return isinstance(record, dict) and {"prompt", "response", "system_str"} <= record.keys()
 
-    def read(self, path: Path, *, on_error: OnError = "raise",
-             report: IngestReport | None = None) -> Iterator[Trajectory]:
-        for traj in self.read_plain(path, on_error=on_error, report=report):
+    def read(self, path: Path, *, on_error: OnError = "raise", report: IngestReport | None = None,
+             source: RecordSource | None = None) -> Iterator[Trajectory]:
+        for traj in self.read_plain(path, on_error=on_error, report=report, source=source):
             yield traj if isinstance(traj, Trajectory) else traj.to_model()
 
-    def read_plain(self, path: Path, *, on_error: OnError = "raise",
-                   report: IngestReport | None = None) -> Iterator[Trajectory | PlainTrajectory]:
+    def read_plain(self, path: Path, *, on_error: OnError = "raise", report: IngestReport | None = None,
+                   source: RecordSource | None = None) -> Iterator[Trajectory | PlainTrajectory]:
         """:meth:`read`, joined rows as plain records (sessions of incremental rows stay pydantic)."""
         group: list[BenchRow] = []
         turns: set[int] = set()
         sessions = OpenSessions() if self.incremental else None
-        for line, offset, _, raw in located_records(path, on_error, report):
+        for line, offset, _, raw in (source or located_records)(path, on_error, report):
             row = self._row(raw, path, line)
             if isinstance(row, DataError):
                 skip_or_raise(row, on_error, report)
@@ -317,9 +334,9 @@ class RecordingConverter(BenchConverter):
 class _RowConverter:
     """Rows validated by a pydantic model, one trajectory per row."""
 
-    def read(self, path: Path, *, on_error: OnError = "raise",
-             report: IngestReport | None = None) -> Iterator[Trajectory]:
-        for line, index, row in records(path, on_error, report):
+    def read(self, path: Path, *, on_error: OnError = "raise", report: IngestReport | None = None,
+             source: RecordSource | None = None) -> Iterator[Trajectory]:
+        for line, index, row in records(path, on_error, report, source):
             try:
                 traj = self.build(row, path, index)
             except ValidationError as exc:

@@ -1,8 +1,8 @@
 """The ``openai-chat`` converter: chat-completions logs (tool calls and their answers) as trajectories.
 
 Registered on import; :mod:`agentworld.data.ingest` imports this module at its end, so the format is
-there wherever ingest is (worker processes included). Records are read through ``ingest.records``
-looked up at call time, so :mod:`agentworld.data.scale` can point it at a shard's byte range.
+there wherever ingest is (worker processes included). ``read`` takes a record ``source``, so the
+scale-out can give it a shard's byte range.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from agentworld.data import ingest
-from agentworld.data.ingest import IngestReport, OnError, register_converter, skip_or_raise
+from agentworld.data.ingest import IngestReport, OnError, RecordSource, register_converter, skip_or_raise
 from agentworld.errors import DataError
 from agentworld.io import dumps
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
@@ -39,9 +39,9 @@ class OpenAIChatConverter:
         return isinstance(record, list) or (isinstance(record, dict)
                                             and ("messages" in record or "traj" in record))
 
-    def read(self, path: Path, *, on_error: OnError = "raise",
-             report: IngestReport | None = None) -> Iterator[Trajectory]:
-        for line, index, item in ingest.records(path, on_error, report):
+    def read(self, path: Path, *, on_error: OnError = "raise", report: IngestReport | None = None,
+             source: RecordSource | None = None) -> Iterator[Trajectory]:
+        for line, index, item in ingest.records(path, on_error, report, source):
             extra = {k: v for k, v in item.items() if k not in ("messages", "traj")} \
                 if isinstance(item, dict) else {}
             tid = _chat_id(extra, path, index)

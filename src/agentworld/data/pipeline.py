@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentworld.data import process as proc
-from agentworld.data.ingest import IngestReport, ingest_plain
+from agentworld.data.ingest import IngestReport, RecordSource, ingest_plain
 from agentworld.data.masking import MaskConfig, mask
 from agentworld.data.process import AnySample, DatasetStats, DatasetTally, StepCounter, expand_plain
 from agentworld.data.records import PlainSample
@@ -40,9 +40,11 @@ from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 
-TRAJECTORY_STEPS: dict[str, Callable[..., Iterator[Any]]] = {
+Step = Callable[..., Iterator[Any]]
+"""A chain step: ``(stream, counter, **options) -> stream``."""
+TRAJECTORY_STEPS: dict[str, Step] = {
     "skip_retry_cycles": proc.skip_retry_cycles, "drop_no_change": proc.drop_no_change}
-SAMPLE_STEPS: dict[str, Callable[..., Iterator[Any]]] = {
+SAMPLE_STEPS: dict[str, Step] = {
     "dedup": proc.dedup, "mask": mask, "split": proc.split_by_source}
 CONFIGURED_ELSEWHERE = {"mask": "mask", "split": "split"}
 """Steps whose settings live in their own config section, not in ``options``."""
@@ -159,16 +161,18 @@ class PipelineReport(BaseModel):
     elapsed_s: float
 
 
-def _trajectories(config: PipelineConfig, reports: list[IngestReport]) -> Iterator[Any]:
+def _trajectories(config: PipelineConfig, reports: list[IngestReport],
+                  source: RecordSource | None) -> Iterator[Any]:
     for spec in config.inputs:
         report = IngestReport()
         reports.append(report)
-        yield from ingest_plain(spec.path, spec.format, on_error=spec.on_error, report=report, **spec.options)
+        yield from ingest_plain(spec.path, spec.format, on_error=spec.on_error, report=report, source=source,
+                                **spec.options)
 
 
 def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None = None,
                  reports: list[IngestReport] | None = None) -> Iterator[TrainSample]:
-    """The configured chain as one lazy iterator of final samples (for scale-out and custom sinks).
+    """The configured chain as one lazy iterator of final samples (for custom sinks).
 
     ``counters``/``reports``, when given, are filled with one tally per step and per input.
     """
@@ -177,9 +181,18 @@ def iter_samples(config: PipelineConfig, *, counters: list[StepCounter] | None =
 
 
 def plain_samples(config: PipelineConfig, *, counters: list[StepCounter] | None = None,
-                  reports: list[IngestReport] | None = None) -> Iterator[PlainSample]:
-    """:func:`iter_samples` as the plain records the chain passes along (:mod:`agentworld.data.records`)."""
-    stream: Iterator[Any] = _trajectories(config, reports if reports is not None else [])
+                  reports: list[IngestReport] | None = None, source: RecordSource | None = None,
+                  steps: Mapping[str, Step] | None = None) -> Iterator[PlainSample]:
+    """:func:`iter_samples` as the plain records the chain passes along (:mod:`agentworld.data.records`).
+
+    Args:
+        source: where every input's records come from (default: each whole file); the scale-out
+            passes a shard's byte range.
+        steps: step functions by name replacing those of :data:`TRAJECTORY_STEPS` and
+            :data:`SAMPLE_STEPS` for this run (the scale-out's seeded ``dedup``).
+    """
+    stream: Iterator[Any] = _trajectories(config, reports if reports is not None else [], source)
+    table = {**TRAJECTORY_STEPS, **SAMPLE_STEPS, **(steps or {})}
     for spec in config.steps:
         counter = StepCounter(spec.name)
         if counters is not None:
@@ -192,7 +205,7 @@ def plain_samples(config: PipelineConfig, *, counters: list[StepCounter] | None 
             split = config.split
             stream = proc.split_by_source(stream, split.eval_fraction, config.seed, counter, key=split.key)
         else:
-            stream = {**TRAJECTORY_STEPS, **SAMPLE_STEPS}[spec.name](stream, counter, **spec.options)
+            stream = table[spec.name](stream, counter, **spec.options)
     return stream
 
 

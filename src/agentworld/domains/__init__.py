@@ -5,15 +5,31 @@ texts under ``prompts/``; :mod:`agentworld.domains.registry` builds the :class:`
 them. ``load_domains(prompts_dir)`` swaps in a folder laid out like the official
 ``prompts/<domain>/{system_prompt,judge_system_prompt}.txt`` so users can score with the official judge
 prompts. See ``docs/adding-a-domain.md``.
+
+The registry's names are imported on first use, so importing a domain's plugin (which imports this
+package first) stays cheap.
 """
 
-from agentworld.domains.registry import (
-    DOMAINS,
-    Domain,
-    DomainRegistry,
-    domain_names,
-    get_domain,
-    load_domains,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentworld.domains.registry import (
+        DOMAINS,
+        Domain,
+        DomainRegistry,
+        domain_names,
+        get_domain,
+        load_domains,
+    )
 
 __all__ = ["DOMAINS", "Domain", "DomainRegistry", "domain_names", "get_domain", "load_domains"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from agentworld.domains import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module 'agentworld.domains' has no attribute {name!r}")

@@ -16,11 +16,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from agentworld.errors import AgentWorldError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Route = Literal["real", "model"]
 
@@ -38,6 +39,8 @@ class RouteDecision:
     route: Route
     reason: str
     side_effects: bool = True
+    follow: bool = False
+    """The action belongs to the previous step (a bare key, a wait): it goes where that step went."""
 
 
 @runtime_checkable
@@ -97,6 +100,15 @@ class DomainPlugin:
         heldout_scenarios: package-data file of scenarios kept out of the corpus, in the form the
             domain's recorder reads (``scenarios/heldout.jsonl``): what ``agentworld demo`` records fresh.
         real_note: one line on why there is no real environment, for docs and ``--route real`` errors.
+        actions: reference to a :class:`agentworld.domains.hooks.DomainActions` — how the simulator
+            parses, renders and shows actions, the initial observation, extra system-prompt sections,
+            the shell's typed lines and the rollout agent's action format (None: free-text actions).
+        ledger: reference to a factory ``(spec: WorldSpec | None) -> Ledger``
+            (:mod:`agentworld.domains.ledger`; None: a ledger that knows nothing).
+        faults: reference to ``render_fault(fault: InjectedFault, parsed: ParsedAction,
+            screens: Sequence[str]) -> str``, an injected error fault shown without a model;
+            ``screens`` are the episode's observations so far, oldest first (None: a generic error
+            text, :func:`agentworld.domains.hooks.generic_fault`).
         package: the package holding ``prompts/system_prompt.txt``, ``prompts/judge_system_prompt.txt``
             and the data files (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>``
             for one given to :func:`register_domain` without it).
@@ -114,8 +126,11 @@ class DomainPlugin:
     corpus: str | None = None
     heldout_scenarios: str | None = None
     real_note: str = ""
+    actions: str | None = None
+    ledger: str | None = None
+    faults: str | None = None
     extra: dict[str, str] | None = None
-    """Further references a domain exposes (``"ledger"``, ``"faults"``, ``"actions"`` …)."""
+    """Further references a domain exposes beyond the fields above."""
     package: str = ""
     """The package that defines ``PLUGIN`` (set by :func:`plugins`): ``prompts/``, ``corpus`` and
     ``heldout_scenarios`` are files inside it."""

@@ -63,9 +63,9 @@ class Domain:
 def _prompt(plugin: DomainPlugin, name: str) -> str:
     try:
         return (resources.files(plugin.package) / "prompts" / f"{name}.txt").read_text("utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError):
-        raise DataError(f"domain {plugin.name!r} has no prompts/{name}.txt in package {plugin.package!r}",
-                        field="task") from None
+    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError, TypeError):
+        raise DataError(f"domain {plugin.name!r}: its package {plugin.package!r} has no "
+                        f"prompts/{name}.txt") from None
 
 
 def _domain(plugin: DomainPlugin) -> Domain:

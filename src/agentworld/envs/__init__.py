@@ -1,4 +1,8 @@
-"""Real environments for recording world-model data: a bubblewrap sandbox, a tmux terminal, a recorder."""
+"""Domain-free machinery of real environments: a bubblewrap sandbox, a tmux terminal driver.
+
+Recorders that turn these into AgentWorldBench rows live in their domain's package (the terminal's:
+:mod:`agentworld.domains.terminal.record`).
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,6 @@ from typing import TYPE_CHECKING
 from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentworld.envs.record import (
-        Action,
-        RecordError,
-        Scenario,
-        builtin_scenarios_dir,
-        format_action,
-        format_observation,
-        load_scenarios,
-        record_scenario,
-        record_scenarios,
-        record_to_jsonl,
-        trajectory_rows,
-    )
     from agentworld.envs.sandbox import (
         RunResult,
         Sandbox,
@@ -32,17 +23,6 @@ if TYPE_CHECKING:
     from agentworld.envs.terminal import TerminalSession, is_key_name
 
 _EXPORTS = {
-    "Action": "agentworld.envs.record",
-    "RecordError": "agentworld.envs.record",
-    "Scenario": "agentworld.envs.record",
-    "builtin_scenarios_dir": "agentworld.envs.record",
-    "format_action": "agentworld.envs.record",
-    "format_observation": "agentworld.envs.record",
-    "load_scenarios": "agentworld.envs.record",
-    "record_scenario": "agentworld.envs.record",
-    "record_scenarios": "agentworld.envs.record",
-    "record_to_jsonl": "agentworld.envs.record",
-    "trajectory_rows": "agentworld.envs.record",
     "RunResult": "agentworld.envs.sandbox",
     "Sandbox": "agentworld.envs.sandbox",
     "SandboxConfig": "agentworld.envs.sandbox",
@@ -54,25 +34,14 @@ _EXPORTS = {
     "is_key_name": "agentworld.envs.terminal",
 }
 __all__ = [
-    "Action",
-    "RecordError",
     "RunResult",
     "Sandbox",
     "SandboxConfig",
     "SandboxError",
     "SandboxTimeoutError",
-    "Scenario",
     "TerminalSession",
-    "builtin_scenarios_dir",
     "container_id",
-    "format_action",
-    "format_observation",
     "is_key_name",
-    "load_scenarios",
     "missing_tools",
-    "record_scenario",
-    "record_scenarios",
-    "record_to_jsonl",
-    "trajectory_rows",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -11,24 +11,27 @@ from typing import TYPE_CHECKING
 from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentworld.eval.cache import AsyncJournal, ResponseCache, cache_key
     from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
-    from agentworld.eval.infer import PredictionRow, model_request
-    from agentworld.eval.judge import JudgeSettings, JudgmentRow, pair_messages, rubric_messages
+    from agentworld.eval.infer import model_request
+    from agentworld.eval.judge import JudgeSettings, pair_messages, rubric_messages
+    from agentworld.eval.records import JudgmentRow, JudgmentStatus, PredictionRow, RuleRow
+    from agentworld.eval.runfolder import RunFolder
     from agentworld.eval.runner import run_eval, run_judge, score_run
     from agentworld.eval.score import DomainScore, OverallScore, ScoreReport, score_official_judged
+    from agentworld.models.cache import ResponseCache
 
 _EXPORTS = {
-    "AsyncJournal": "agentworld.eval.cache",
-    "ResponseCache": "agentworld.eval.cache",
-    "cache_key": "agentworld.eval.cache",
     "EvalConfig": "agentworld.eval.config",
     "InferConfig": "agentworld.eval.config",
     "JudgeConfig": "agentworld.eval.config",
-    "PredictionRow": "agentworld.eval.infer",
+    "PredictionRow": "agentworld.eval.records",
+    "JudgmentStatus": "agentworld.eval.records",
+    "RuleRow": "agentworld.eval.records",
+    "RunFolder": "agentworld.eval.runfolder",
+    "ResponseCache": "agentworld.models.cache",
     "model_request": "agentworld.eval.infer",
     "JudgeSettings": "agentworld.eval.judge",
-    "JudgmentRow": "agentworld.eval.judge",
+    "JudgmentRow": "agentworld.eval.records",
     "pair_messages": "agentworld.eval.judge",
     "rubric_messages": "agentworld.eval.judge",
     "run_eval": "agentworld.eval.runner",
@@ -40,18 +43,19 @@ _EXPORTS = {
     "score_official_judged": "agentworld.eval.score",
 }
 __all__ = [
-    "AsyncJournal",
     "DomainScore",
     "EvalConfig",
     "InferConfig",
     "JudgeConfig",
     "JudgeSettings",
     "JudgmentRow",
+    "JudgmentStatus",
     "OverallScore",
     "PredictionRow",
     "ResponseCache",
+    "RuleRow",
+    "RunFolder",
     "ScoreReport",
-    "cache_key",
     "model_request",
     "pair_messages",
     "rubric_messages",

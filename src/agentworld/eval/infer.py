@@ -8,43 +8,22 @@ content is kept so a later judging or re-parsing never needs the model again.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import SecretStr
 
 from agentworld.domains.registry import DomainRegistry, domain_names
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, BackendError, DataError
-from agentworld.eval.cache import ResponseCache
 from agentworld.eval.config import InferFields, RuntimeFields
-from agentworld.io import read_journal
-from agentworld.models.base import ChatBackend, ChatRequest, Usage
+from agentworld.eval.records import PredictionRow
+from agentworld.models.base import ChatBackend, ChatRequest
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import parse_prediction
 from agentworld.redact import redact_text
 from agentworld.schema import BenchSample, load_samples
 
 BACKEND_ERRORS: tuple[type[BaseException], ...] = (BackendError, TimeoutError, OSError)
 """Failures that belong to one request: recorded on the sample, the run goes on."""
-
-
-class PredictionRow(BaseModel):
-    """One row of ``predictions.jsonl`` (see docs/CONTRACTS.md)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    domain: str
-    prediction: str = ""
-    raw: str = ""
-    reasoning: str | None = None
-    finish_reason: str | None = None
-    truncated: bool = False
-    usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
-    source: str = ""
-    error: str | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
-    """Backend details of where the observation came from (e.g. the retrieval neighbour)."""
 
 
 def model_request(sample: BenchSample, model: str, max_tokens: int, temperature: float) -> ChatRequest:
@@ -57,7 +36,7 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
                   domains: DomainRegistry) -> PredictionRow:
     """Ask the world model (or the cache); a backend failure becomes the row's ``error``."""
     try:
-        result, _ = await cache.call(request, 0, backend.complete)
+        result, _ = await cache.call(backend, request)
     except BACKEND_ERRORS as exc:
         return PredictionRow(id=sample.id, domain=sample.domain, source=backend.name,
                              error=redact_text(f"{type(exc).__name__}: {exc}"))
@@ -67,19 +46,6 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
         raw=result.content, reasoning=result.reasoning, finish_reason=result.finish_reason,
         truncated=result.truncated, usage=result.usage, latency_s=result.latency_s,
         source=result.source or backend.name, meta=result.meta)
-
-
-def read_rows(path: Path) -> dict[str, dict[str, Any]]:
-    """Journal rows by id; the last complete row of an id wins (a resumed run may have redone it)."""
-    rows: dict[str, dict[str, Any]] = {}
-    for row in read_journal(path):
-        if isinstance(row, dict) and "id" in row:
-            rows[str(row["id"])] = row
-    return rows
-
-
-def read_predictions(path: Path) -> dict[str, PredictionRow]:
-    return {key: PredictionRow.model_validate(row) for key, row in read_rows(path).items()}
 
 
 def select_samples(config: InferFields) -> list[BenchSample]:

@@ -11,23 +11,20 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from agentworld.domains.registry import Domain
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval import templates
-from agentworld.eval.cache import ResponseCache
 from agentworld.eval.config import JudgeFields
-from agentworld.eval.infer import BACKEND_ERRORS, read_predictions
+from agentworld.eval.infer import BACKEND_ERRORS
+from agentworld.eval.records import STATUS_TEXT, JudgmentRow, JudgmentStatus
+from agentworld.eval.runfolder import RunFolder
 from agentworld.models.base import ChatBackend, ChatRequest, ChatResult, Usage
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge
 from agentworld.redact import redact_text
 from agentworld.schema import BenchSample, Message
-
-NO_GENERATION = "No model generation"
-PARSE_FAILED = "Judge scoring failed"
-NO_REFERENCE = "No reference prediction"
-BACKEND_PREFIX = "backend: "
 
 
 class JudgeSettings(BaseModel):
@@ -41,29 +38,6 @@ class JudgeSettings(BaseModel):
     max_tokens: int = 32768
     temperature: float = 0.6
     seed: int = 0
-
-
-class JudgmentRow(BaseModel):
-    """One row of ``judgments.jsonl`` (see docs/CONTRACTS.md); ``position`` is where the prediction sat."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    domain: str
-    mode: str = "rubric"
-    failed: bool = True
-    error: str | None = None
-    scores: dict[str, int] = Field(default_factory=dict)
-    total_score: float = 0.0
-    strengths: list[str] = Field(default_factory=list)
-    weaknesses: list[str] = Field(default_factory=list)
-    judge_raw: str = ""
-    choice: str | None = None
-    correct: bool | None = None
-    position: str | None = None
-    attempts: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
 
 
 def context_block(sample: BenchSample) -> str:
@@ -106,6 +80,11 @@ def pair_messages(sample: BenchSample, prediction: str, other: str, domain: Doma
     return (Message(role="user", content=user.strip()),)
 
 
+def _failed(row: JudgmentRow, status: JudgmentStatus, error: str | None = None) -> JudgmentRow:
+    """``row`` ended with ``status``; ``error`` is the endpoint's text, else the status's official wording."""
+    return row.model_copy(update={"status": status, "error": error or STATUS_TEXT.get(status)})
+
+
 def _fill(row: JudgmentRow, result: ChatResult, mode: str, position: str | None) -> JudgmentRow | None:
     """The successful row for a judge reply, or None when the reply does not parse."""
     if mode == "rubric":
@@ -114,14 +93,14 @@ def _fill(row: JudgmentRow, result: ChatResult, mode: str, position: str | None)
         except JudgeParseError:
             return None
         return row.model_copy(update={
-            "failed": False, "error": None, "scores": verdict.scores, "total_score": verdict.total_score,
+            "status": "ok", "error": None, "scores": verdict.scores, "total_score": verdict.total_score,
             "strengths": verdict.strengths, "weaknesses": verdict.weaknesses})
     choice = parse_choice(result.content)
     if choice is None:
         return None
     picked_prediction = choice == position
     correct = not picked_prediction if mode == "turing" else picked_prediction
-    return row.model_copy(update={"failed": False, "error": None, "choice": choice, "correct": correct})
+    return row.model_copy(update={"status": "ok", "error": None, "choice": choice, "correct": correct})
 
 
 async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: Domain,
@@ -133,13 +112,13 @@ async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: D
     """
     row = JudgmentRow(id=sample.id, domain=sample.domain, mode=settings.mode)
     if not raw:
-        return row.model_copy(update={"error": NO_GENERATION})
+        return _failed(row, "no_generation")
     position = None
     if settings.mode == "rubric":
         messages = rubric_messages(sample, prediction, domain)
     else:
         if settings.mode == "reference" and reference is None:
-            return row.model_copy(update={"error": NO_REFERENCE})
+            return _failed(row, "no_reference")
         position = prediction_position(sample.id, settings.seed)
         other = sample.ground_truth if settings.mode == "turing" else (reference or "")
         messages = pair_messages(sample, prediction, other, domain, settings.mode, position)
@@ -148,14 +127,15 @@ async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: D
     row = row.model_copy(update={"position": position})
     prompt = completion = 0
     latency = 0.0
-    error = PARSE_FAILED
+    status: JudgmentStatus = "parse_error"
+    error: str | None = None
     for attempt in range(settings.retries):
         try:
-            result, _ = await cache.call(request, attempt, backend.complete)
+            result, _ = await cache.call(backend, request, attempt)
         except BACKEND_ERRORS as exc:
-            error = redact_text(f"{BACKEND_PREFIX}{type(exc).__name__}: {exc}")
+            status, error = "api_error", redact_text(f"{type(exc).__name__}: {exc}")
             continue
-        error = PARSE_FAILED
+        status, error = "parse_error", None
         prompt += result.usage.prompt_tokens
         completion += result.usage.completion_tokens
         latency += result.latency_s
@@ -165,14 +145,14 @@ async def judge_sample(sample: BenchSample, prediction: str, raw: str, domain: D
         done = _fill(row, result, settings.mode, position)
         if done is not None:
             return done
-    return row.model_copy(update={"error": error, "attempts": settings.retries})
+    return _failed(row, status, error).model_copy(update={"attempts": settings.retries})
 
 
 def reference_predictions(config: JudgeFields) -> dict[str, str]:
     """Predictions of the reference run by id (empty and failed ones left out: those samples fail)."""
     if config.reference_run is None:
         raise AgentWorldError("judge mode 'reference' needs --reference-run DIR")
-    rows = read_predictions(config.reference_run / "predictions.jsonl")
+    rows = RunFolder(config.reference_run).predictions()
     if not rows:
         raise DataError("reference run has no predictions", path=str(config.reference_run))
     return {k: r.prediction for k, r in rows.items() if r.raw and not r.error}

@@ -20,9 +20,11 @@ from typing import Any
 from agentworld.domains.registry import domain_names
 from agentworld.errors import AgentWorldError
 from agentworld.eval.baselines import BASELINES
+from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.eval.ruletier import rule_tier
+from agentworld.eval.runfolder import RunFolder
 from agentworld.eval.score import score_rows
-from agentworld.io import atomic_write_text, read_journal
+from agentworld.io import atomic_write_text
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples, strip_marker
 
@@ -63,11 +65,6 @@ el.style.display=ok?'':'none';if(ok)n++;});document.getElementById('shown').text
 
 def _fmt(value: Any, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def _journal(path: Path) -> dict[str, dict[str, Any]]:
-    """Rows by id, last wins (a resumed run appends newer rows)."""
-    return {str(r["id"]): r for r in read_journal(path) if isinstance(r, dict) and "id" in r}
 
 
 def _config(run_dir: Path) -> dict[str, Any]:
@@ -126,10 +123,10 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
 
 
-def rule_table(rules: dict[str, dict[str, Any]], domain_of: dict[str, str]) -> str:
+def rule_table(rules: dict[str, RuleRow], domain_of: dict[str, str]) -> str:
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for sid, row in rules.items():
-        by[domain_of.get(sid, str(row.get("domain")))].append(row.get("rule") or {})
+        by[domain_of.get(sid, row.domain)].append(row.rule)
     if not by:
         return '<p class="note">No rule scores (rules.jsonl absent).</p>'
     rows = []
@@ -205,29 +202,29 @@ def _strip(text: str) -> str:
     return strip_marker(text).strip()
 
 
-def sample_view(sid: str, domain: str, pred: dict[str, Any], judged: dict[str, Any] | None,
-                rule: dict[str, Any] | None, truth: str | None) -> str:
+def sample_view(sid: str, domain: str, pred: PredictionRow, judged: JudgmentRow | None,
+                rule: RuleRow | None, truth: str | None) -> str:
     badges, problem = [f'<span class="badge b-dom">{e(domain)}</span>'], False
-    if pred.get("error"):
-        badges.append(f'<span class="badge b-fail">prediction error: {e(str(pred["error"]))[:80]}</span>')
+    if pred.error:
+        badges.append(f'<span class="badge b-fail">prediction error: {e(pred.error)[:80]}</span>')
         problem = True
-    if pred.get("truncated"):
+    if pred.truncated:
         badges.append('<span class="badge b-trunc">truncated</span>')
         problem = True
-    if judged is not None and judged.get("failed"):
-        badges.append('<span class="badge b-fail">judge failed</span>')
+    if judged is not None and judged.failed:
+        badges.append(f'<span class="badge b-fail">judge failed: {e(judged.status)}</span>')
         problem = True
     scores = []
-    if judged is not None and not judged.get("failed"):
-        dims = " ".join(f"{k[:4]}={v}" for k, v in (judged.get("scores") or {}).items())
-        scores.append(f"judge {_fmt(judged.get('total_score'), 2)} ({e(dims)})")
-    if rule:
-        scores.append(f"rules {_fmt(rule.get('overall'))}")
-    body = (diff_table(_strip(str(pred.get("prediction") or "")), _strip(truth)) if truth is not None
-            else f'<pre>{e(str(pred.get("prediction") or ""))}</pre>')
+    if judged is not None and not judged.failed:
+        dims = " ".join(f"{k[:4]}={v}" for k, v in judged.scores.items())
+        scores.append(f"judge {_fmt(judged.total_score, 2)} ({e(dims)})")
+    if rule is not None:
+        scores.append(f"rules {_fmt(rule.rule.get('overall'))}")
+    body = (diff_table(_strip(pred.prediction), _strip(truth)) if truth is not None
+            else f"<pre>{e(pred.prediction)}</pre>")
     extra = ""
-    if judged is not None and (judged.get("weaknesses") or judged.get("error")):
-        items = [*(judged.get("weaknesses") or []), *([judged["error"]] if judged.get("error") else [])]
+    if judged is not None and (judged.weaknesses or judged.error):
+        items = [*judged.weaknesses, *([judged.error] if judged.error else [])]
         extra = ('<div class="note" style="padding:0 10px">judge notes:</div><ul>'
                  + "".join(f"<li>{e(str(w))}</li>" for w in items) + "</ul>")
     return (f'<details class="s" data-domain="{e(domain)}" data-problem="{int(problem)}"><summary>'
@@ -281,12 +278,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = Path(run_dir)
     out = Path(out) if out is not None else run_dir / "report.html"
     cfg = _config(run_dir)
-    preds = _journal(run_dir / "predictions.jsonl")
-    judged = _journal(run_dir / "judgments.jsonl")
-    rules = _journal(run_dir / "rules.jsonl")
+    folder = RunFolder(run_dir)
+    preds, judged, rules = folder.predictions(), folder.judgments(), folder.rules()
     samples, note = _samples(run_dir, cfg)
     truth = {s.id: s.ground_truth for s in samples}
-    domain_of = {s.id: s.domain for s in samples} | {k: str(v.get("domain")) for k, v in preds.items()}
+    domain_of = {s.id: s.domain for s in samples} | {k: v.domain for k, v in preds.items()}
     ids = [s.id for s in samples if s.id in preds] + [k for k in preds if k not in truth]
     if (run_dir / "scores.json").exists():
         scores = json.loads((run_dir / "scores.json").read_text("utf-8"))
@@ -298,8 +294,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         tier = rule_tier(samples, rules.values(), judged.values())
         scores["rule_tier"] = tier.model_dump(mode="json") if tier else None
     domains: dict[str, dict[str, Any]] = scores.get("domains", {})
-    views = [sample_view(i, domain_of[i], preds[i], judged.get(i), (rules.get(i) or {}).get("rule"),
-                         truth.get(i)) for i in ids]
+    views = [sample_view(i, domain_of[i], preds[i], judged.get(i), rules.get(i), truth.get(i)) for i in ids]
     if (scores.get("judge") or {}).get("model") or judged:
         rubric = [_overall(scores.get("overall", {}), len(ids)),
                   f'<h2>Rubric per domain</h2><div class="card">{bar_chart(domains)}</div>',

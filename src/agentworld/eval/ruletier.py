@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agentworld.eval.baselines import BASELINES, baseline_scores, skill
+from agentworld.eval.records import JudgmentRow, RuleRow, as_judgment, as_rule
 from agentworld.schema import DOMAIN_NAMES, BenchSample
 
 MIN_CORRELATION_N = 3
@@ -93,10 +94,10 @@ class RuleTier(BaseModel):
     overall: RuleTierLine
 
 
-def _rubric_totals(judgments: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def _rubric_totals(judgments: Iterable[JudgmentRow | Mapping[str, Any]]) -> dict[str, float]:
     """Rubric totals of the valid rubric judgments, by sample id."""
-    return {str(r["id"]): float(r.get("total_score") or 0) for r in judgments
-            if r.get("mode", "rubric") == "rubric" and not r.get("failed") and "id" in r}
+    rows = (as_judgment(r) for r in judgments)
+    return {r.id: r.rubric_total for r in rows if r.rubric_total is not None}
 
 
 def _line(pairs: list[tuple[BenchSample, float]], base: dict[str, dict[str, float]],
@@ -112,15 +113,15 @@ def _line(pairs: list[tuple[BenchSample, float]], base: dict[str, dict[str, floa
                         skill_over_frame_only=skill(model, baselines["frame_only"]))
 
 
-def rule_tier(samples: Iterable[BenchSample], rules: Iterable[Mapping[str, Any]],
-              judgments: Iterable[Mapping[str, Any]] = ()) -> RuleTier | None:
+def rule_tier(samples: Iterable[BenchSample], rules: Iterable[RuleRow | Mapping[str, Any]],
+              judgments: Iterable[JudgmentRow | Mapping[str, Any]] = ()) -> RuleTier | None:
     """Summarise the rule rows of the given samples (rows of other ids are ignored).
 
     Returns None when no rule row matches a sample: there is nothing to put baselines beside.
     """
     by_id = {s.id: s for s in samples}
-    scored = {str(r["id"]): float(r["rule"]["overall"]) for r in rules
-              if str(r.get("id")) in by_id and isinstance((r.get("rule") or {}).get("overall"), int | float)}
+    scored = {r.id: float(r.rule["overall"]) for r in map(as_rule, rules)
+              if r.id in by_id and isinstance(r.rule.get("overall"), int | float)}
     if not scored:
         return None
     base = {sid: baseline_scores(by_id[sid]) for sid in scored}

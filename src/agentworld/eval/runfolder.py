@@ -1,4 +1,11 @@
-"""Which folders are eval runs: the only non-empty folders ``eval`` commands write into.
+"""Eval run folders: which folders are runs, and the one typed reader of their journals.
+
+Journals: :class:`RunFolder` reads ``predictions.jsonl``, ``judgments.jsonl`` and ``rules.jsonl``
+into the records of :mod:`agentworld.eval.records` (the runner, ``score``, ``report`` and the
+reference mode all read through it). The last row of an id wins, a torn last line is skipped, and
+a row that is not a record is a :class:`~agentworld.errors.DataError` naming its file, line and field.
+
+Which folders are runs — the only non-empty folders ``eval`` commands write into.
 
 Why: ``--out`` (or ``--run``) pointing at some other folder — the results folder of the official
 script, a home directory — must be left alone. Such folders hold files with the names a run uses
@@ -10,11 +17,18 @@ fields every run stores. Anything else that is not empty is refused before a byt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from agentworld.errors import AgentWorldError
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from agentworld.errors import AgentWorldError, DataError
+from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.io import atomic_write_text, dumps, loads
+
+Record = TypeVar("Record", bound=BaseModel)
 
 RUN_FORMAT = "agentworld-eval-run/1"
 """Value of ``config.json``'s ``format`` key in every run folder written since the marker was added."""
@@ -91,3 +105,47 @@ def require_run(run_dir: Path) -> dict[str, Any]:
 def write_stored(run_dir: Path, sections: dict[str, Any]) -> None:
     """Write the run's ``config.json`` (atomically), marked as a run folder."""
     atomic_write_text(run_dir / CONFIG_NAME, dumps({"format": RUN_FORMAT, **sections}) + "\n")
+
+
+def read_records(path: Path, record: type[Record]) -> dict[str, Record]:
+    """The rows of a journal as ``record`` by id; the last row of an id wins (a resumed run redid it).
+
+    Raises:
+        DataError: a whole line is not a valid ``record`` (file, line, sample id and field named).
+    """
+    rows: dict[str, Record] = {}
+    if not path.exists():
+        return rows
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue  # a torn last line: the journal's next opening sets it aside
+            try:
+                parsed = record.model_validate(row)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                sample = str(row.get("id")) if isinstance(row, dict) and "id" in row else None
+                raise DataError(f"not a {record.__name__}: {first['msg']}", path=str(path), line=number,
+                                sample_id=sample, field=".".join(map(str, first["loc"])) or None) from None
+            rows[str(getattr(parsed, "id"))] = parsed  # noqa: B009 (every record has an id)
+    return rows
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The journals of one run folder, read as typed records."""
+
+    path: Path
+
+    def predictions(self) -> dict[str, PredictionRow]:
+        return read_records(self.path / "predictions.jsonl", PredictionRow)
+
+    def judgments(self) -> dict[str, JudgmentRow]:
+        return read_records(self.path / "judgments.jsonl", JudgmentRow)
+
+    def rules(self) -> dict[str, RuleRow]:
+        return read_records(self.path / "rules.jsonl", RuleRow)

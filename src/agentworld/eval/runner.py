@@ -16,34 +16,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agentworld.eval.cache import AsyncJournal, ResponseCache
 from agentworld.eval.config import EvalConfig, InferFields, JudgeConfig
-from agentworld.eval.infer import (
-    PredictionRow,
-    model_request,
-    predict,
-    read_predictions,
-    read_rows,
-    select_samples,
-)
-from agentworld.eval.judge import BACKEND_PREFIX, NO_GENERATION, judge_sample
+from agentworld.eval.infer import model_request, predict, select_samples
+from agentworld.eval.judge import judge_sample
 from agentworld.eval.prepare import RunState, load_rules, prepare, run_meta
-from agentworld.eval.runfolder import require_run
+from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
+from agentworld.eval.runfolder import RunFolder, require_run
 from agentworld.eval.score import ScoreReport, score_run_rows
-from agentworld.io import atomic_write_text, dumps, read_journal
+from agentworld.io import AsyncJournal, atomic_write_text, dumps, read_journal
 from agentworld.models.base import ChatBackend
+from agentworld.models.cache import ResponseCache
 from agentworld.schema import BenchSample
 
 __all__ = ["RunState", "Runner", "journal_ids", "load_rules", "needs_judging", "prepare", "run_eval",
            "run_judge", "score_run"]
 
 
-def needs_judging(row: dict[str, Any] | None, pred: PredictionRow) -> bool:
-    """Judge again only what a resumed run can change: missing rows, backend errors, new generations."""
+def needs_judging(row: JudgmentRow | None, pred: PredictionRow) -> bool:
+    """Judge again only what a resumed run can change: missing rows, endpoint errors, new generations."""
     if row is None:
         return True
-    error = row.get("error") or ""
-    return error.startswith(BACKEND_PREFIX) or (error == NO_GENERATION and bool(pred.raw))
+    return row.status == "api_error" or (row.status == "no_generation" and bool(pred.raw))
 
 
 class Runner:
@@ -52,9 +45,10 @@ class Runner:
     def __init__(self, state: RunState) -> None:
         self.s = state
         d = state.run_dir
-        self.preds = read_predictions(d / "predictions.jsonl")
-        self.judged = read_rows(d / "judgments.jsonl")
-        self.ruled = read_rows(d / "rules.jsonl")
+        folder = RunFolder(d)
+        self.preds = folder.predictions()
+        self.judged = folder.judgments()
+        self.ruled = folder.rules()
         self.cache = ResponseCache(d / "cache.jsonl", state.config.cache)
         self.pred_log = AsyncJournal(d / "predictions.jsonl")
         self.judge_log = AsyncJournal(d / "judgments.jsonl")
@@ -75,8 +69,8 @@ class Runner:
         if self.s.rules is None or pred.error or sample.id in self.ruled:
             return
         score = self.s.rules(sample.domain, pred.prediction, sample.ground_truth, sample)
-        row = {"id": sample.id, "domain": sample.domain, "rule": score.model_dump(mode="json")}
-        await self.rule_log.write(row)
+        row = RuleRow(id=sample.id, domain=sample.domain, rule=score.model_dump(mode="json"))
+        await self.rule_log.write(row.model_dump(mode="json"))
         self.ruled[sample.id] = row
 
     async def _judge(self, sample: BenchSample, pred: PredictionRow) -> None:
@@ -86,9 +80,8 @@ class Runner:
             return
         row = await judge_sample(sample, pred.prediction, pred.raw, self.s.domains[sample.domain],
                                  self.s.settings, self.s.judge, self.cache, self.s.reference.get(sample.id))
-        dumped = row.model_dump(mode="json")
-        await self.judge_log.write(dumped)
-        self.judged[sample.id] = dumped
+        await self.judge_log.write(row.model_dump(mode="json"))
+        self.judged[sample.id] = row
 
     async def _process(self, sample: BenchSample, predicting: asyncio.Semaphore,
                        judging: asyncio.Semaphore) -> None:

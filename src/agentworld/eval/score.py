@@ -18,8 +18,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.eval.baselines import BASELINES
-from agentworld.eval.infer import read_rows
+from agentworld.eval.records import (
+    JudgmentRow,
+    PredictionRow,
+    RuleRow,
+    as_judgment,
+    as_prediction,
+    as_rule,
+)
 from agentworld.eval.ruletier import RuleTier, rule_tier
+from agentworld.eval.runfolder import RunFolder
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.schema import DOMAIN_NAMES, BenchSample
 
@@ -125,9 +133,9 @@ def score_official_judged(rows: Sequence[Mapping[str, Any]]) -> ScoreReport:
     return ScoreReport(domains=domains, overall=overall(domains, totals), judge={"source": "judged.jsonl"})
 
 
-def _ab_rates(rows: list[Mapping[str, Any]], n: int, mode: str) -> dict[str, Any]:
-    valid = [r for r in rows if not r.get("failed")]
-    rate = sum(1 for r in valid if r.get("correct")) / len(valid) if valid else None
+def _ab_rates(rows: list[JudgmentRow], n: int, mode: str) -> dict[str, Any]:
+    valid = [r for r in rows if not r.failed]
+    rate = sum(1 for r in valid if r.correct) / len(valid) if valid else None
     out: dict[str, Any] = {"n": n, "valid": len(valid), "failed": n - len(valid)}
     if mode == "turing":
         out.update(accuracy=rate, fooling_rate=None if rate is None else 1 - rate)
@@ -136,75 +144,70 @@ def _ab_rates(rows: list[Mapping[str, Any]], n: int, mode: str) -> dict[str, Any
     return out
 
 
-def ab_summary(mode: str, judgments: Iterable[Mapping[str, Any]],
+def ab_summary(mode: str, judgments: Iterable[JudgmentRow | Mapping[str, Any]],
                counts: Mapping[str, int]) -> dict[str, Any]:
     """Turing accuracy and fooling rate (judge picked the prediction), or reference win rate.
 
     ``correct`` means the judge picked the real output (Turing) or the world model (reference).
     """
-    by_domain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in judgments:
-        if row.get("mode") == mode:
-            by_domain[str(row["domain"])].append(row)
+    by_domain: dict[str, list[JudgmentRow]] = defaultdict(list)
+    for row in map(as_judgment, judgments):
+        if row.mode == mode:
+            by_domain[row.domain].append(row)
     domains = {d: _ab_rates(by_domain[d], counts[d], mode) for d in _domain_order(counts)}
     every = [r for rows in by_domain.values() for r in rows]
     return {"domains": domains, "overall": _ab_rates(every, sum(counts.values()), mode)}
 
 
-def rule_means(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+def rule_means(rows: Iterable[RuleRow | Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Per-domain means of every numeric field of the rule scores (booleans as 0/100, None skipped)."""
     values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        for key, value in (row.get("rule") or {}).items():
+    for row in map(as_rule, rows):
+        for key, value in row.rule.items():
             if isinstance(value, bool):
-                values[str(row["domain"])][key].append(100.0 if value else 0.0)
+                values[row.domain][key].append(100.0 if value else 0.0)
             elif isinstance(value, int | float):
-                values[str(row["domain"])][key].append(float(value))
+                values[row.domain][key].append(float(value))
     return {d: {k: mean(v) for k, v in values[d].items()} for d in _domain_order(values)}
 
 
-def _sum(rows: Iterable[Mapping[str, Any]], key: str) -> int:
-    return sum(int((r.get("usage") or {}).get(key, 0)) for r in rows)
-
-
-def _domain_score(n: int, preds: list[Mapping[str, Any]], judged: list[Mapping[str, Any]]) -> DomainScore:
-    valid = [r for r in judged if not r.get("failed")]
-    no_gen = sum(1 for r in preds if not r.get("error") and not r.get("raw"))
-    dims = rubric_dims([{**(r.get("scores") or {}), "total_score": r.get("total_score", 0)}
-                        for r in valid if r.get("mode", "rubric") == "rubric"])
+def _domain_score(n: int, preds: list[PredictionRow], judged: list[JudgmentRow]) -> DomainScore:
+    valid = [r for r in judged if not r.failed]
+    dims = rubric_dims([{**r.scores, "total_score": r.total_score} for r in valid if r.mode == "rubric"])
     return DomainScore(
         n=n, valid=len(valid), failed=n - len(valid), **dims,
-        truncated=sum(1 for r in preds if r.get("truncated")), no_generation=no_gen,
-        judge_failures=sum(1 for r in judged if r.get("failed") and r.get("error") != "No model generation"),
-        prediction_errors=sum(1 for r in preds if r.get("error")),
-        tokens={"model_prompt": _sum(preds, "prompt_tokens"),
-                "model_completion": _sum(preds, "completion_tokens"),
-                "judge_prompt": _sum(judged, "prompt_tokens"),
-                "judge_completion": _sum(judged, "completion_tokens")},
-        latency_s={"model": sum(float(r.get("latency_s") or 0) for r in preds),
-                   "judge": sum(float(r.get("latency_s") or 0) for r in judged)})
+        truncated=sum(1 for r in preds if r.truncated),
+        no_generation=sum(1 for r in preds if r.no_generation),
+        judge_failures=sum(1 for r in judged if r.judge_failure),
+        prediction_errors=sum(1 for r in preds if r.error),
+        tokens={"model_prompt": sum(r.usage.prompt_tokens for r in preds),
+                "model_completion": sum(r.usage.completion_tokens for r in preds),
+                "judge_prompt": sum(r.usage.prompt_tokens for r in judged),
+                "judge_completion": sum(r.usage.completion_tokens for r in judged)},
+        latency_s={"model": sum(r.latency_s for r in preds), "judge": sum(r.latency_s for r in judged)})
 
 
-def score_rows(counts: Mapping[str, int], predictions: Iterable[Mapping[str, Any]],
-               judgments: Iterable[Mapping[str, Any]], rules: Iterable[Mapping[str, Any]] = (),
+def score_rows(counts: Mapping[str, int], predictions: Iterable[PredictionRow | Mapping[str, Any]],
+               judgments: Iterable[JudgmentRow | Mapping[str, Any]],
+               rules: Iterable[RuleRow | Mapping[str, Any]] = (),
                *, samples: Sequence[BenchSample] = (), **meta: dict[str, Any]) -> ScoreReport:
     """The report of a run from its journal rows; ``counts`` = samples per domain in the run.
 
-    With ``samples`` (the run's samples, ground truth included) the rule tier is also put beside the
-    trivial baselines (``rule_tier``); without them only its means (``rules``) are reported.
+    Rows are records or their JSON (validated here). With ``samples`` (the run's samples, ground
+    truth included) the rule tier is also put beside the trivial baselines (``rule_tier``);
+    without them only its means (``rules``) are reported.
     """
-    preds: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    judged: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in predictions:
-        preds[str(row["domain"])].append(row)
-    judged_rows = list(judgments)
-    rule_rows = list(rules)
+    preds: dict[str, list[PredictionRow]] = defaultdict(list)
+    judged: dict[str, list[JudgmentRow]] = defaultdict(list)
+    for pred in map(as_prediction, predictions):
+        preds[pred.domain].append(pred)
+    judged_rows = [as_judgment(r) for r in judgments]
+    rule_rows = [as_rule(r) for r in rules]
     for row in judged_rows:
-        judged[str(row["domain"])].append(row)
+        judged[row.domain].append(row)
     domains = {d: _domain_score(counts[d], preds[d], judged[d]) for d in _domain_order(counts)}
-    totals = [float(r.get("total_score") or 0) for r in judged_rows
-              if not r.get("failed") and r.get("mode", "rubric") == "rubric"]
-    modes = {str(r.get("mode")) for r in judged_rows}
+    totals = [r.rubric_total for r in judged_rows if r.rubric_total is not None]
+    modes = {r.mode for r in judged_rows}
     ab = {mode: ab_summary(mode, judged_rows, counts) for mode in ("turing", "reference") if mode in modes}
     return ScoreReport(domains=domains, overall=overall(domains, totals), rules=rule_means(rule_rows),
                        rule_tier=rule_tier(samples, rule_rows, judged_rows),
@@ -215,12 +218,10 @@ def score_run_rows(run_dir: Path, samples: list[BenchSample], meta: dict[str, di
     """Score the journals of ``run_dir`` restricted to ``samples`` (the run's sample set)."""
     ids = {s.id for s in samples}
     counts = Counter(s.domain for s in samples)
-
-    def rows(name: str) -> list[dict[str, Any]]:
-        return [r for r in read_rows(run_dir / name).values() if r["id"] in ids]
-
-    return score_rows(counts, rows("predictions.jsonl"), rows("judgments.jsonl"), rows("rules.jsonl"),
-                      samples=samples, **meta)
+    folder = RunFolder(run_dir)
+    return score_rows(counts, [r for r in folder.predictions().values() if r.id in ids],
+                      [r for r in folder.judgments().values() if r.id in ids],
+                      [r for r in folder.rules().values() if r.id in ids], samples=samples, **meta)
 
 
 def _fmt(value: float | None) -> str:

@@ -20,6 +20,7 @@ from agentworld.models.base import (
 )
 
 if TYPE_CHECKING:
+    from agentworld.models.cache import ResponseCache, response_key
     from agentworld.models.openai_compat import OpenAIBackend
     from agentworld.models.retrieval import (
         DomainNotCoveredError,
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from agentworld.models.scripted import ScriptedBackend
 
 _LAZY = {
+    "ResponseCache": "agentworld.models.cache",
+    "response_key": "agentworld.models.cache",
     "OpenAIBackend": "agentworld.models.openai_compat",
     "ScriptedBackend": "agentworld.models.scripted",
     "DomainNotCoveredError": "agentworld.models.retrieval",
@@ -47,6 +50,7 @@ __all__ = [
     "DomainNotCoveredError",
     "EmptyCorpusError",
     "OpenAIBackend",
+    "ResponseCache",
     "RetrievalBackend",
     "RetrievalIndex",
     "ScriptedBackend",
@@ -55,6 +59,7 @@ __all__ = [
     "backend_names",
     "create_backend",
     "register_backend",
+    "response_key",
 ]
 
 

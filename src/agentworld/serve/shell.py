@@ -11,10 +11,9 @@ stream, so tests drive it with a scripted model.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
-from agentworld.domains.actions import PROMPT_RE
+from agentworld.domains.hooks import DomainActions, domain_actions
 from agentworld.errors import AgentWorldError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import StepResult, WorldSpec
@@ -29,27 +28,12 @@ def _dim(text: str, color: bool) -> str:
 
 
 def shell_action(line: str, domain: str) -> Any:
-    """The Simulator action for one typed line (``None`` for an empty MCP line).
+    """The Simulator action for one typed line (``None``: nothing to send, e.g. an empty MCP line).
 
     Raises:
-        ValueError: an MCP line that is not a JSON tool call.
+        ValueError: a line that is not an action of the domain (an MCP line that is not a JSON call).
     """
-    if domain == "terminal":
-        if line.strip() == "^C":
-            return [{"keystrokes": "C-c", "duration": 0.5}]
-        if line.strip().startswith(":wait"):
-            seconds = float(line.split()[1]) if len(line.split()) > 1 else 1.0
-            return [{"keystrokes": "", "duration": seconds}]
-        return [{"keystrokes": line + "\n", "duration": 1.0}]
-    if domain == "mcp":
-        if not line.strip():
-            return None
-        try:
-            return json.loads(line)
-        except ValueError as exc:
-            example = '{"tool_name": "…", "arguments": {}}'
-            raise ValueError(f"type a JSON tool call, e.g. {example} ({exc})") from None
-    return line
+    return domain_actions(domain).from_line(line)
 
 
 def describe(result: StepResult) -> str:
@@ -67,8 +51,8 @@ def describe(result: StepResult) -> str:
 class _Screen:
     """Prints observations like a terminal: the pending prompt is the input prompt, never repeated."""
 
-    def __init__(self, out: TextIO, color: bool, domain: str) -> None:
-        self.out, self.color, self.domain, self.prompt = out, color, domain, ""
+    def __init__(self, out: TextIO, color: bool, actions: DomainActions) -> None:
+        self.out, self.color, self.actions, self.prompt = out, color, actions, ""
 
     def show(self, text: str, tag: str | None = None, reasoning: str | None = None) -> None:
         lines = text.splitlines()
@@ -78,17 +62,13 @@ class _Screen:
             self.out.write(_dim(tag, self.color) + "\n")
         for line in (reasoning or "").strip().splitlines():
             self.out.write(_dim(f"│ {line}", self.color) + "\n")
-        prompt = lines[-1] if lines and self._is_prompt(lines[-1]) else ""
+        prompt = lines[-1] if lines and self.actions.is_prompt_line(lines[-1]) else ""
         body = lines[:-1] if prompt else lines
         if body:
             self.out.write("\n".join(body) + "\n")
         self.prompt = prompt.rstrip()
         self.out.write(f"{self.prompt} " if self.prompt else "> ")
         self.out.flush()
-
-    def _is_prompt(self, line: str) -> bool:
-        match = PROMPT_RE.match(line.rstrip())
-        return self.domain == "terminal" and match is not None and not (match.group("cmd") or "").strip()
 
     def note(self, text: str) -> None:
         self.out.write(_dim(text, self.color) + "\n" + (f"{self.prompt} " if self.prompt else "> "))
@@ -116,7 +96,7 @@ def run_shell(simulator: Simulator, stdin: TextIO, stdout: TextIO, *, spec: Worl
     router = getattr(simulator, "router", None)
     if router is not None and hasattr(router, "reset"):
         router.reset(seed)
-    screen = _Screen(stdout, color, spec.domain)
+    screen = _Screen(stdout, color, domain_actions(spec.domain))
     screen.show(simulator.reset(spec, seed=seed))
     steps = 0
     for raw in stdin:

@@ -23,8 +23,9 @@ class ShellConfig(ModelEndpoint):
     domain: str = Field("terminal", description="Domain to simulate: terminal, mcp, or another registered "
                         "one.")
     route: Literal["auto", "model", "real"] = Field(
-        "auto", description="auto: safe local commands run in the real sandbox, the rest is predicted; "
-        "model: all predicted; real: all in the sandbox.")
+        "auto", description="auto: safe actions run in the domain's real environment (the terminal's "
+        "sandbox), the rest is predicted; model: all predicted; real: all real (an error for a domain "
+        "without a real environment).")
     spec: Path | None = Field(None, description="WorldSpec JSON file (tools, facts, faults, initial "
                               "state).")
     show_reasoning: bool = Field(False, description="Show the model's reasoning.")
@@ -52,7 +53,7 @@ def run_shell_command(config: ShellConfig) -> None:
         backend = build_backend(config.model, config.model_base_url, config.model_api_key,
                                 corpus=config.model_corpus, domains=[world.domain])
     router = None if config.route == "model" else Router("rules" if config.route == "auto" else "real",
-                                                         seed=config.seed)
+                                                         seed=config.seed, domain=world.domain)
     simulator = Simulator(backend, router=router)
     try:
         run_shell(simulator, sys.stdin, sys.stdout, spec=world, seed=config.seed,

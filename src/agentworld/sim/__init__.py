@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 from agentworld.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentworld.sim.cache import SimCache
-    from agentworld.sim.controls import FaultInjector, load_control_spec
+    from agentworld.domains.spec import load_control_spec
+    from agentworld.models.cache import ResponseCache
+    from agentworld.sim.controls import FaultInjector
     from agentworld.sim.history import ActionError
     from agentworld.sim.session import Router, Simulator
     from agentworld.sim.types import (
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "SimCache": "agentworld.sim.cache",
+    "ResponseCache": "agentworld.models.cache",
     "FaultInjector": "agentworld.sim.controls",
-    "load_control_spec": "agentworld.sim.controls",
+    "load_control_spec": "agentworld.domains.spec",
     "ActionError": "agentworld.sim.history",
     "Router": "agentworld.sim.session",
     "Simulator": "agentworld.sim.session",
@@ -45,9 +46,9 @@ __all__ = [
     "FaultInjector",
     "FaultRule",
     "InjectedFault",
+    "ResponseCache",
     "Router",
     "SessionState",
-    "SimCache",
     "Simulator",
     "StepResult",
     "TurnRecord",

@@ -3,8 +3,8 @@
 Why not leave faults to the model: a training signal needs exact, reproducible rates and typed
 kinds (REFERENCE §6), so every decision is drawn from the framework's own RNG (one stream per
 rule, seeded from ``(seed, rule index)``) and recorded. The model only *renders* an error when one
-is available; without it, per-domain templates do. Calls are validated against the tool schemas
-before any model sees them, so invalid-call errors are real ones.
+is available; without it, the domain's template does (``DomainPlugin.faults``). Calls are validated
+against the tool schemas before any model sees them, so invalid-call errors are real ones.
 """
 
 from __future__ import annotations
@@ -16,44 +16,17 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema.exceptions import best_match
 from jsonschema.protocols import Validator
-from pydantic import ValidationError
 
+from agentworld.domains.spec import ControlSpec, FaultRule, InjectedFault
 from agentworld.errors import DataError
 from agentworld.sim import toolschema
-from agentworld.sim.types import ControlSpec, FaultRule, InjectedFault
 
 ERROR_KINDS = frozenset({"timeout", "server_error", "rate_limit", "permission_denied"})
 """Kinds that replace the result with an error; the others transform a real (model) result."""
-
-
-def load_control_spec(path: str | Path) -> ControlSpec:
-    """Read a :class:`ControlSpec` from YAML (``.yaml``/``.yml``) or JSON; errors name file and field."""
-    p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read control spec: {exc.strerror or exc}", path=str(p)) from None
-    try:
-        data = yaml.safe_load(text) if p.suffix.lower() in (".yaml", ".yml") else json.loads(text)
-    except (yaml.YAMLError, ValueError) as exc:
-        raise DataError(f"malformed {'YAML' if p.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: {exc}",
-                        path=str(p)) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise DataError(f"expected a mapping at the top level, got {type(data).__name__}", path=str(p))
-    try:
-        return ControlSpec.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or None
-        raise DataError(err["msg"], path=str(p), field=field) from None
 
 
 @dataclass(frozen=True)
@@ -155,31 +128,6 @@ def shows_fault(fault: InjectedFault, observation: str) -> bool:
     """
     pattern = _SHOWS_FAULT.get(fault.kind)
     return pattern is None or bool(pattern.search(observation))
-
-
-def render_template(fault: InjectedFault, domain: str, *, tool: str | None = None, command: str | None = None,
-                    prompt: str | None = None) -> str:
-    """A fault rendered without a model: JSON-RPC-like error text, or a shell screen for the terminal."""
-    d = fault.detail
-    if domain == "terminal":
-        word = tool or "bash"
-        body = {
-            "timeout": f"{word}: operation timed out after {d.get('timeout_s', 30)}s",
-            "server_error": f"{word}: error: {d.get('status', 503)} {d.get('reason', 'Service Unavailable')}",
-            "rate_limit": f"{word}: error: 429 Too Many Requests (retry after {d.get('retry_after_s', 2)}s)",
-            "permission_denied": f"bash: {word}: Permission denied",
-        }[fault.kind]
-        line = (command or "").strip().splitlines()
-        head = f"{prompt} {line[0]}" if prompt and line else (prompt or "")
-        return "\n".join(x for x in (head, body, prompt or "") if x)
-    return {
-        "timeout": f"Error: request timed out after {d.get('timeout_s', 30)}s",
-        "server_error": f"Error: {d.get('status', 503)} {d.get('reason', 'Service Unavailable')} "
-                        "(the server is temporarily unable to handle the request)",
-        "rate_limit": f"Error: 429 Too Many Requests (retry after {d.get('retry_after_s', 2)}s)",
-        "permission_denied": f"Error: permission denied for tool {tool}" if tool else
-                             "Error: permission denied",
-    }[fault.kind]
 
 
 # -- transforms of a real result -------------------------------------------------------------------

@@ -1,115 +1,23 @@
-"""The state ledger: facts a session itself established, and checks of each prediction against them.
+"""The simulator's ledger lookup: the domain's own ledger (``DomainPlugin.ledger``) or a null one.
 
-A world model forgets: after ``cd repo`` the next prompt shows ``/app`` again, a file written three
-turns ago comes back with other content, an order looked up twice changes its total. The ledger
-records what the session's own actions and observations established (terminal: cwd, host, files,
-environment variables; MCP: entities and their fields), reports each conflict of a new prediction
-as a :class:`Contradiction` and repairs what can be repaired deterministically. The simulator
-re-asks the model first and repairs only what survives (docs/SIMULATOR.md).
-
-Domains without rules get a :class:`NullLedger`, so the simulator never special-cases them.
+The ledger records (:class:`Contradiction`, :class:`Ledger`, :class:`NullLedger`) live in
+:mod:`agentworld.domains.ledger`, below the simulator, so domain packages can implement them.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict
-
-from agentworld.sim.types import WorldSpec
-
-SUMMARY_LIMIT = 1500
-"""Most characters :meth:`Ledger.summary` returns: it goes into every prompt."""
-
-
-class Contradiction(BaseModel):
-    """One conflict between a prediction and the ledger.
-
-    ``message`` is written for the world model (it is quoted in the re-ask), ``expected``/``found``
-    are the conflicting values, e.g. ``/app/repo`` and ``/app`` for a prompt's cwd.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    message: str
-    expected: str | None = None
-    found: str | None = None
-
-    def __str__(self) -> str:
-        return self.message
-
-
-@runtime_checkable
-class Ledger(Protocol):
-    """What the simulator calls each step: ``check`` → (re-ask) → ``repair`` → ``update``."""
-
-    def summary(self) -> str:
-        """Compact state for the prompt ("" when nothing is known)."""
-        ...
-
-    def check(self, action: str, observation: str) -> list[Contradiction]:
-        """Conflicts of ``observation`` (the prediction for ``action``) with the ledger."""
-        ...
-
-    def repair(self, action: str, observation: str, found: list[Contradiction]) -> str | None:
-        """``observation`` with the conflicts in ``found`` fixed, or None if none could be fixed."""
-        ...
-
-    def update(self, action: str, observation: str) -> None:
-        """Record what ``action`` and its final ``observation`` established."""
-        ...
-
-
-class NullLedger:
-    """The ledger of domains without rules: knows nothing, finds nothing, repairs nothing."""
-
-    def summary(self) -> str:
-        return ""
-
-    def check(self, action: str, observation: str) -> list[Contradiction]:
-        return []
-
-    def repair(self, action: str, observation: str, found: list[Contradiction]) -> str | None:
-        return None
-
-    def update(self, action: str, observation: str) -> None:
-        return None
-
-
-def bounded(lines: list[str], limit: int = SUMMARY_LIMIT) -> str:
-    """Join summary lines, dropping whole trailing lines (and saying so) past ``limit`` characters.
-
-    >>> bounded(["cwd: /app", "x" * 50], limit=30)
-    'cwd: /app\\n… (1 more)'
-    """
-    out: list[str] = []
-    used = 0
-    for i, line in enumerate(lines):
-        more = f"… ({len(lines) - i} more)"
-        if used + len(line) + 1 > limit - len(more) - 1:
-            out.append(more)
-            break
-        out.append(line)
-        used += len(line) + 1
-    return "\n".join(out)[:limit]
+from agentworld.domains.base import plugin, resolve
+from agentworld.domains.ledger import SUMMARY_LIMIT, Contradiction, Ledger, NullLedger, bounded
+from agentworld.domains.spec import WorldSpec
 
 
 def make_ledger(domain: str, spec: WorldSpec | None = None) -> Ledger:
-    """The ledger for ``domain`` (``terminal``, ``mcp``; a :class:`NullLedger` otherwise).
-
-    The terminal ledger takes host, user and cwd from the prompt in ``spec.initial_state``.
-    """
-    name = domain.split("/")[-1].lower()
-    if name == "terminal":
-        from agentworld.sim.ledger_terminal import TerminalLedger
-
-        return TerminalLedger(initial_screen=spec.initial_state if spec else None)
-    if name == "mcp":
-        from agentworld.sim.ledger_mcp import McpLedger
-
-        return McpLedger()
-    return NullLedger()
+    """The ledger of ``domain`` (its plugin's ``ledger`` factory, called with ``spec``), else a null one."""
+    found = plugin(domain.split("/")[-1].lower())
+    if found is None or found.ledger is None:
+        return NullLedger()
+    ledger: Ledger = resolve(found.ledger)(spec)
+    return ledger
 
 
 __all__ = ["SUMMARY_LIMIT", "Contradiction", "Ledger", "NullLedger", "bounded", "make_ledger"]

@@ -13,24 +13,22 @@ import hashlib
 from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
+from agentworld.domains.hooks import ParsedAction, RawAction, domain_actions, fault_template
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatBackend, ChatRequest
+from agentworld.models.cache import ResponseCache
 from agentworld.models.parsing import parse_prediction
 from agentworld.schema import OBSERVATION_MARKER, Message, strip_marker
 from agentworld.sim import controls
-from agentworld.sim.cache import CallTally, SimCache, complete
+from agentworld.sim.cache import CallTally, complete
 from agentworld.sim.history import (
     ActionError,
-    ParsedAction,
     TokenCounter,
     build_messages,
     conflicts_message,
     estimate_tokens,
-    initial_observation,
     omitted_turns,
-    parse_action,
-    shell_prompt,
     system_prompt,
 )
 from agentworld.sim.ledger import Ledger, NullLedger, make_ledger
@@ -40,11 +38,16 @@ __all__ = ["ActionError", "Router", "Simulator"]
 
 
 class Router(Protocol):
-    """Decides per action whether a real environment answers (``"real"``) or the model (``"model"``)."""
+    """Decides per action whether a real environment answers (``"real"``) or the model (``"model"``).
 
-    def route(self, domain: str, action: Any) -> str: ...
+    ``action`` is the action's text as the episode's history (and an AgentWorldBench row) holds it;
+    :meth:`execute` returns the real observation text. :class:`agentworld.sim.router.Router` is the
+    one that runs a domain's real environment.
+    """
 
-    async def execute(self, action: Any) -> str: ...
+    def route(self, domain: str, action: str) -> str: ...
+
+    async def execute(self, action: str) -> str: ...
 
 
 _make_ledger = make_ledger
@@ -67,7 +70,7 @@ class Simulator:
     """
 
     def __init__(self, model: ChatBackend | None = None, *, ledger: bool = True,
-                 cache: SimCache | None = None, max_reasks: int = 1, router: Router | None = None,
+                 cache: ResponseCache | None = None, max_reasks: int = 1, router: Router | None = None,
                  domains: DomainRegistry | None = None, token_counter: TokenCounter | None = None) -> None:
         self.model = model
         self.cache = cache
@@ -86,6 +89,7 @@ class Simulator:
         spec = spec or WorldSpec()
         domain, validator = self._domains[spec.domain], controls.ToolValidator(spec.tools)
         self._spec, self._seed, self._domain, self._validator = spec, seed, domain, validator
+        self._actions = domain_actions(spec.domain)
         self._started = True
         self._faults_in = controls.FaultInjector(spec.controls, seed)
         self._ledger: Ledger = _make_ledger(spec.domain, spec) if self._use_ledger else NullLedger()
@@ -93,8 +97,7 @@ class Simulator:
         self._faults: list[InjectedFault] = []
         self._pages: dict[tuple[str | None, str], tuple[str, int]] = {}
         self._seen: dict[str, list[tuple[int, str]]] = {}
-        self._initial = initial_observation(spec, seed)
-        self._prompt = shell_prompt(self._initial)
+        self._initial = self._actions.initial_observation(spec, seed)
         reset_router = getattr(self.router, "reset", None)
         if callable(reset_router):
             reset_router(seed)
@@ -103,18 +106,17 @@ class Simulator:
     def reset(self, spec: WorldSpec | None = None, *, seed: int = 0) -> str:
         return self._run(self.areset(spec, seed=seed), "reset", "areset")
 
-    def step(self, action: str | dict[str, Any] | list[Any]) -> StepResult:
+    def step(self, action: RawAction) -> StepResult:
         """Synchronous :meth:`astep` on the simulator's own event loop (not inside a running loop)."""
         return self._run(self.astep(action), "step", "astep")
 
-    async def astep(self, action: str | dict[str, Any] | list[Any]) -> StepResult:
+    async def astep(self, action: RawAction) -> StepResult:
         """Take one action and return what the environment shows (see the module docstring)."""
         if not self._started:
             raise AgentWorldError("Simulator.step() before reset(): call reset(spec, seed=...) first")
-        domain = self._spec.domain
-        parsed = parse_action(domain, action)
-        first = self._initial if domain == "terminal" and not self._history else None
-        text = parsed.text(domain, first)
+        parsed = self._actions.parse(action)
+        first = self._initial if self._actions.initial_in_action and not self._history else None
+        text = self._actions.render(parsed, first)
         turn = len(self._history) + 1
         result = await self._shortcut(parsed, turn)
         if result is None:
@@ -146,8 +148,8 @@ class Simulator:
 
     async def _render_fault(self, fault: InjectedFault, parsed: ParsedAction, text: str,
                             turn: int) -> StepResult:
-        template = controls.render_template(fault, self._spec.domain, tool=parsed.tool,
-                                            command=parsed.command, prompt=self._prompt)
+        screens = [self._initial, *(record.observation for record in self._history)]
+        template = fault_template(self._spec.domain, fault, parsed, screens)
         if self.model is None:
             return StepResult(observation=template, source="template", turn=turn, fault=fault, is_error=True)
         calls = CallTally()
@@ -168,9 +170,9 @@ class Simulator:
         obs: str | None = None
         contradictions: list[str] = []
         repaired = False
-        if self.router is not None and self.router.route(self._spec.domain, parsed.payload) == "real":
+        if self.router is not None and self.router.route(self._spec.domain, text) == "real":
             try:
-                obs, source = strip_marker(await self.router.execute(parsed.payload)).rstrip(), "real"
+                obs, source = strip_marker(await self.router.execute(text)).rstrip(), "real"
             except Exception as exc:  # the model can still answer; say what happened
                 if self.model is None:
                     raise
@@ -223,9 +225,9 @@ class Simulator:
 
     def _messages(self, current: str, extra: Sequence[Message] = ()) -> list[Message]:
         omitted = omitted_turns(self._history, self._spec.history_budget_tokens, self._count)
-        restate = self._initial if self._spec.domain == "terminal" and omitted else None
+        restate = self._initial if self._actions.initial_in_action and omitted else None
         system = system_prompt(self._spec, self._domain, ledger=self._ledger.summary(), omitted=omitted,
-                               initial_state=restate)
+                               initial_state=restate, actions=self._actions)
         return build_messages(system, self._history[omitted:], current, extra)
 
     def _record(self, parsed: ParsedAction, text: str, result: StepResult) -> None:
@@ -234,7 +236,6 @@ class Simulator:
             self._faults.append(result.fault)
         if not result.is_error:
             self._seen.setdefault(parsed.key, []).append((result.turn, result.observation))
-        self._prompt = shell_prompt(result.observation) or self._prompt
 
 
     def state(self) -> SessionState:

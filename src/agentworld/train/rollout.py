@@ -25,11 +25,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.domains.hooks import domain_actions
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import remove_thinking
 from agentworld.schema import Message, Trajectory, Turn
 from agentworld.serve.adapters.trl import SimulatedTools, make_trl_environment
+from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import FaultKind, FaultRule, SessionState, WorldSpec
@@ -47,10 +49,6 @@ Task: {task}
 Reply with exactly one action as a JSON value (you may think first, but end with the JSON).
 When the task is complete, reply with {done} instead."""
 
-_MCP_HELP = ("Call one tool per turn with a JSON object: "
-             '{{"tool_name": "<name>", "arguments": {{...}}}}.\nTools:\n{tools}')
-_TERMINAL_HELP = ('Type into the terminal with a JSON object {"keystrokes": "ls -la\\n"} '
-                  "(end commands with \\n) or a list of such objects.")
 
 
 class Curriculum(BaseModel):
@@ -100,7 +98,9 @@ class Episode(BaseModel):
     completions: list[str] = Field(default_factory=list)
     reward: float = 0.0
     done: bool = False
-    """The agent said it was done (rather than running out of turns)."""
+    """The agent said it was done: the episode terminated."""
+    truncated: bool = False
+    """The turn limit ended the episode before the agent said it was done."""
 
 
 def _json_values(text: str) -> list[Any]:
@@ -133,31 +133,19 @@ def parse_agent_action(reply: str, domain: str) -> dict[str, Any] | list[Any] | 
         ActionError: the reply holds no action of the domain's shape.
     """
     text = remove_thinking(reply or "")
+    actions = domain_actions(domain)
     for value in reversed(_json_values(text)):
-        name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
-        if domain == "mcp" and isinstance(value, dict) and isinstance(name, str):
-            return {"tool_name": name, "arguments": value.get("arguments") or {}}
-        if domain == "terminal" and ((isinstance(value, dict) and "keystrokes" in value)
-                                     or (isinstance(value, list) and value and all(
-                                         isinstance(v, dict) and "keystrokes" in v for v in value))):
-            return value
-        if domain not in ("mcp", "terminal") and isinstance(value, dict | list):
-            return value
+        action = actions.agent_action(value)
+        if action is not None:
+            return action
     if text.strip().upper().endswith(DONE):
         return None
     raise ActionError(f"no {domain} action found in the reply: end it with one JSON action, or {DONE}")
 
 
 def agent_system_prompt(spec: WorldSpec, task: str) -> str:
-    """The agent's system prompt: task, action format and (MCP) the tool list."""
-    if spec.domain == "mcp":
-        tools = "\n".join(f"- {t.get('name')}: {t.get('description', '')} "
-                          f"input schema {json.dumps(t.get('inputSchema') or {})}" for t in spec.tools)
-        help_text = _MCP_HELP.format(tools=tools)
-    elif spec.domain == "terminal":
-        help_text = _TERMINAL_HELP
-    else:
-        help_text = "Act with one JSON value in the environment's action format."
+    """The agent's system prompt: task and the domain's action format (MCP: with the tool list)."""
+    help_text = domain_actions(spec.domain).agent_help(spec)
     return AGENT_PROMPT.format(task=task or "explore the environment", action_help=help_text, done=DONE)
 
 
@@ -179,9 +167,10 @@ async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec
         turns: list[Turn] = []
         prompts: list[list[Message]] = []
         completions: list[str] = []
-        done = False
+        episode = EpisodeTracker(max_turns)
+        episode.start()
         meta: dict[str, Any]
-        for _ in range(max_turns):
+        while episode.active:
             request = ChatRequest(messages=tuple(messages), model=agent_model, temperature=agent_temperature,
                                   max_tokens=agent_max_tokens, seed=seed * 1000 + len(turns))
             reply = (await agent.complete(request)).content
@@ -191,32 +180,34 @@ async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec
             try:
                 action = parse_agent_action(reply, spec.domain)
             except ActionError as exc:
-                obs, meta = f"Error: {exc}", _agent_error()
+                step, meta = episode.record(exc), _agent_error()
             else:
                 if action is None:
-                    done = True
+                    episode.finish()
                     break
                 try:
                     result = await sim.astep(action)
                 except ActionError as exc:
-                    obs, meta = f"Error: {exc}", _agent_error()
+                    step, meta = episode.record(exc), _agent_error()
                 else:
-                    obs = result.observation
+                    step = episode.record(result)
                     kind = result.fault.kind if result.fault else None
-                    meta = {"source": result.source, "fault": kind,
-                            "is_error": result.is_error, "sim_turn": result.turn}
-            turns.append(Turn(action=reply, observation=obs, meta={**meta, "reward": 0.0}))
-            messages.append(Message(role="user", content=obs))
-        reward = float(task_reward(sim.state())) if task_reward is not None else 0.0
+                    meta = {"source": result.source, "fault": kind, "is_error": result.is_error,
+                            "sim_turn": result.turn, "output_truncated": step.output_truncated}
+            turns.append(Turn(action=reply, observation=step.observation,
+                              meta={**meta, "reward": step.reward}))
+            messages.append(Message(role="user", content=step.observation))
+        episode.add_reward(float(task_reward(sim.state())) if task_reward is not None else 0.0)
+        reward, done = episode.total_reward, episode.terminated
         if turns:
             turns[-1] = turns[-1].model_copy(update={"meta": {**turns[-1].meta, "reward": reward}})
         trajectory = Trajectory(id=f"rollout-{index}", domain=spec.domain, task=task or None,
                                 system_prompt=messages[0].content, turns=tuple(turns),
                                 meta={"episode": index, "seed": seed, "fault_rate": fault_rate,
-                                      "reward": reward,
-                                      "done": done, "facts": list(spec.controls.facts)})
+                                      "reward": reward, "done": done, "truncated": episode.truncated,
+                                      "facts": list(spec.controls.facts)})
         return Episode(index=index, seed=seed, fault_rate=fault_rate, trajectory=trajectory, prompts=prompts,
-                       completions=completions, reward=reward, done=done)
+                       completions=completions, reward=reward, done=done, truncated=episode.truncated)
     finally:
         await sim.aclose()
 

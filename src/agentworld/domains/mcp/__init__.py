@@ -17,4 +17,6 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.mcp.record:COMMAND",
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
+    actions="agentworld.domains.mcp.actions:ACTIONS",
+    ledger="agentworld.domains.mcp.ledger:open_ledger",
 )

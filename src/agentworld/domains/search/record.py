@@ -33,7 +33,7 @@ def record_search_command(options: RecordSearchOptions) -> None:
     from rich.console import Console
 
     from agentworld.domains import DOMAINS
-    from agentworld.envs.record import trajectory_rows
+    from agentworld.domains.terminal.record import trajectory_rows
     from agentworld.envs.search import DOMAIN, load_search_scenarios, record_search
     from agentworld.envs.search_index import SearchIndex, default_docs_dir
     from agentworld.io import atomic_write_jsonl

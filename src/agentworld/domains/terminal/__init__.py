@@ -14,4 +14,9 @@ PLUGIN = DomainPlugin(
     retrieval_keys="agentworld.domains.terminal.retrieval:KEYS",
     recorder="agentworld.domains.terminal.record_cli:COMMAND",
     corpus="corpus.jsonl",
+    environment="agentworld.domains.terminal.env:open_environment",
+    routing="agentworld.domains.terminal.routing:decide",
+    actions="agentworld.domains.terminal.actions:ACTIONS",
+    ledger="agentworld.domains.terminal.ledger:open_ledger",
+    faults="agentworld.domains.terminal.faults:render_fault",
 )

@@ -39,7 +39,12 @@ def record_terminal(options: RecordTerminalOptions) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from agentworld.envs.record import Scenario, builtin_scenarios_dir, load_scenarios, record_to_jsonl
+    from agentworld.domains.terminal.record import (
+        Scenario,
+        builtin_scenarios_dir,
+        load_scenarios,
+        record_to_jsonl,
+    )
     from agentworld.envs.sandbox import SandboxConfig
     from agentworld.schema import Trajectory
 

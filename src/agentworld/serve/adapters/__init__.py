@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld.sim.types import StepResult, WorldSpec
+from agentworld.sim.episode import step_info
+from agentworld.sim.types import WorldSpec
 
 if TYPE_CHECKING:
     from agentworld.serve.adapters.gym import SimEnv
@@ -24,14 +25,6 @@ def as_spec(value: WorldSpec | dict[str, Any] | str | None, default: WorldSpec |
     if isinstance(value, WorldSpec):
         return value
     return WorldSpec.model_validate_json(value) if isinstance(value, str) else WorldSpec.model_validate(value)
-
-
-def step_info(result: StepResult) -> dict[str, Any]:
-    """What a step tells besides the text: where it came from, injected faults, token usage."""
-    return {"source": result.source, "turn": result.turn, "is_error": result.is_error,
-            "fault": result.fault.model_dump() if result.fault else None, "usage": result.usage.model_dump(),
-            "latency_s": result.latency_s, "repaired": result.repaired, "reasoning": result.reasoning,
-            "truncated_output": result.truncated, "meta": dict(result.meta)}
 
 
 from agentworld.serve.adapters.trl import (  # noqa: E402 (after the helpers the adapters share)

@@ -1,5 +1,9 @@
 """A Gymnasium view of the Simulator: text in, text out, terminated and truncated kept apart.
 
+Turns, the turn limit and rewards are kept by :class:`~agentworld.sim.episode.EpisodeTracker`, as
+in every adapter; ``info["output_truncated"]`` says the world model's answer was cut off, which
+does not end the episode.
+
 Why a Gymnasium env: RL libraries and the gymnasium checker already know ``reset(seed, options)`` →
 ``(obs, info)`` and ``step`` → ``(obs, reward, terminated, truncated, info)``. Observations and
 actions are text (a terminal action is the keystroke-list JSON, an MCP action the call JSON), so
@@ -16,7 +20,8 @@ import gymnasium
 from gymnasium.error import ResetNeeded
 from gymnasium.spaces import Text
 
-from agentworld.serve.adapters import as_spec, step_info
+from agentworld.serve.adapters import as_spec
+from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import StepResult, WorldSpec
@@ -69,7 +74,10 @@ class SimEnv(gymnasium.Env[str, str]):
         self.reward_fn, self.terminate_fn, self.render_mode = reward_fn, terminate_fn, render_mode
         self.observation_space = TextSpace(MAX_OBSERVATION_CHARS)
         self.action_space = TextSpace(MAX_ACTION_CHARS)
-        self._turns, self._active, self._last = 0, False, ""
+        self.episode = EpisodeTracker(
+            max_turns, reward_fn=(lambda result: reward_fn(result, self.simulator)) if reward_fn else None,
+            terminate_fn=(lambda result: terminate_fn(result, self.simulator)) if terminate_fn else None)
+        self._last = ""
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -81,28 +89,19 @@ class SimEnv(gymnasium.Env[str, str]):
         if router is not None and hasattr(router, "reset"):
             router.reset(episode_seed)
         self._last = self.simulator.reset(spec, seed=episode_seed)
-        self._turns, self._active = 0, True
+        self.episode.start()
         return self._last, {"seed": episode_seed, "domain": spec.domain, "turn": 0}
 
     def step(self, action: str | dict[str, Any] | list[Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if not self._active:
+        if not self.episode.active:
             raise ResetNeeded("SimEnv.step() needs an active episode: call reset() first (again after "
                               "terminated or truncated)")
-        self._turns += 1
         try:
-            result = self.simulator.step(action)
+            result = self.episode.record(self.simulator.step(action))
         except ActionError as exc:
-            obs, info = f"Error: {exc}", {"source": "template", "is_error": True, "action_error": str(exc),
-                                          "turn": self._turns}
-            reward, terminated = 0.0, False
-        else:
-            obs, info = result.observation, step_info(result)
-            reward = float(self.reward_fn(result, self.simulator)) if self.reward_fn else 0.0
-            terminated = bool(self.terminate_fn(result, self.simulator)) if self.terminate_fn else False
-        truncated = not terminated and self._turns >= self.max_turns
-        self._active = not (terminated or truncated)
-        self._last = obs
-        return obs, reward, terminated, truncated, info
+            result = self.episode.record(exc)
+        self._last = result.observation
+        return result.observation, result.reward, result.terminated, result.truncated, result.info
 
     def render(self) -> str | None:
         """``ansi``: the last observation text."""

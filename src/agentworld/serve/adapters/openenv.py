@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agentworld.errors import AgentWorldError
-from agentworld.serve.adapters import as_spec, step_info
+from agentworld.serve.adapters import as_spec
+from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import StepResult, WorldSpec
@@ -36,22 +37,32 @@ def openenv_server() -> Any:
 
 
 class EpisodeCore:
-    """Reset/step bookkeeping shared by the OpenEnv classes: plain dicts in, plain dicts out."""
+    """Reset/step bookkeeping shared by the OpenEnv classes: plain dicts in, plain dicts out.
+
+    OpenEnv observations have one ``done``; it is ``terminated or truncated`` of the episode's
+    :class:`~agentworld.sim.episode.EpisodeTracker`, and the metadata says which (and whether the
+    world model's answer was cut off, ``output_truncated``, which does not end the episode).
+    """
 
     def __init__(self, simulator: Simulator, world: WorldSpec | None = None, *, max_turns: int = 50,
                  reward_fn: RewardFn | None = None) -> None:
         self.simulator, self.world, self.max_turns, self.reward_fn = simulator, world, max_turns, reward_fn
-        self.seed, self.steps = 0, 0
+        self.episode = EpisodeTracker(
+            max_turns, reward_fn=(lambda result: reward_fn(result, self.simulator)) if reward_fn else None)
+        self.seed = 0
         self.episode_id: str | None = None
         self.spec: WorldSpec | None = None
-        self.active = False
+
+    @property
+    def steps(self) -> int:
+        return self.episode.turns
 
     def start(self, seed: int | None, episode_id: str | None,
               kwargs: dict[str, Any]) -> tuple[WorldSpec, int]:
         """The spec and seed of a new episode (``spec`` from the reset request, else the default)."""
         spec = as_spec(kwargs.get("spec"), self.world)
-        self.seed, self.episode_id, self.steps, self.active = seed or 0, episode_id, 0, True
-        self.spec = spec
+        self.seed, self.episode_id, self.spec = seed or 0, episode_id, spec
+        self.episode.start()
         router = getattr(self.simulator, "router", None)
         if router is not None and hasattr(router, "reset"):
             router.reset(self.seed)
@@ -62,23 +73,17 @@ class EpisodeCore:
                 "metadata": {"seed": self.seed, "domain": spec.domain, "episode_id": self.episode_id}}
 
     def check_step(self) -> None:
-        if not self.active:
+        if not self.episode.active:
             raise AgentWorldError("step() needs an active episode: call reset() first (again after done); "
                                   "over OpenEnv's server use a /ws session (plain HTTP /step is stateless)")
-        self.steps += 1
 
     def stepped(self, result: StepResult | ActionError) -> dict[str, Any]:
         """The observation fields for a step result (a malformed action becomes an error observation)."""
-        if isinstance(result, ActionError):
-            info: dict[str, Any] = {"source": "template", "is_error": True, "action_error": str(result)}
-            text, reward = f"Error: {result}", 0.0
-        else:
-            info, text = step_info(result), result.observation
-            reward = float(self.reward_fn(result, self.simulator)) if self.reward_fn else 0.0
-        done = self.steps >= self.max_turns
-        self.active = not done
-        return {"text": text, "source": info.pop("source"), "turn": self.steps, "done": done,
-                "reward": reward, "metadata": info}
+        step = self.episode.record(result)
+        info = {**step.info, "terminated": step.terminated, "truncated": step.truncated,
+                "output_truncated": step.output_truncated}
+        return {"text": step.observation, "source": info.pop("source"), "turn": step.turn, "done": step.done,
+                "reward": step.reward, "metadata": info}
 
 
 def make_openenv_environment(simulator_factory: Callable[[], Simulator], world: WorldSpec | None = None, *,

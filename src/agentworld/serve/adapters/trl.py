@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
 from agentworld.models.base import ChatBackend
+from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import SessionState, StepResult, WorldSpec
 
@@ -107,10 +108,14 @@ def _tool_method(tool: Mapping[str, Any], asynchronous: bool) -> Callable[..., A
         return {k: v for k, v in bound.arguments.items() if k != "self" and v is not UNSET}
 
     def method(self: SimulatedTools, *args: Any, **kwargs: Any) -> str:
-        return self._result(self._require().step(self._call(name, arguments((self, *args), kwargs))))
+        call = self._call(name, arguments((self, *args), kwargs))
+        over = self._over()
+        return over if over is not None else self._result(self._require().step(call))
 
     async def amethod(self: SimulatedTools, *args: Any, **kwargs: Any) -> str:
-        return self._result(await self._require().astep(self._call(name, arguments((self, *args), kwargs))))
+        call = self._call(name, arguments((self, *args), kwargs))
+        over = self._over()
+        return over if over is not None else self._result(await self._require().astep(call))
 
     func: Any = amethod if asynchronous else method
     func.__name__ = func.__qualname__ = name
@@ -125,19 +130,24 @@ class SimulatedTools:
     """Base of generated classes: one Simulator episode per ``reset``; tools are added per class.
 
     Only ``reset``, ``get_reward`` (when a reward is given) and the tools are public, since TRL
-    exposes every other public method as a tool too. ``results`` holds the episode's step results.
+    exposes every other public method as a tool too. ``results`` holds the episode's step results;
+    ``episode`` (an :class:`~agentworld.sim.episode.EpisodeTracker`) counts the calls against the
+    class's ``max_turns``: once reached the episode is truncated and further calls answer with an
+    error text without calling the simulator. A world-model answer that was cut off
+    (``StepResult.truncated``) is returned like any other and does not end the episode.
     """
 
     spec: WorldSpec
     _model: ModelArg = None
     _reward: RewardFn | None = None
     _seed: int = 0
+    _max_turns: int | None = None
 
     def __init__(self) -> None:
         model = type(self)._model
         backend = model() if callable(model) and not isinstance(model, ChatBackend) else model
         self._sim = Simulator(backend)
-        self._started = False
+        self.episode = EpisodeTracker(type(self)._max_turns)
         self.results: list[StepResult] = []
 
     def reset(self, **kwargs: Any) -> str | None:
@@ -150,13 +160,21 @@ class SimulatedTools:
             WorldSpec.model_validate_json(spec) if isinstance(spec, str) else WorldSpec.model_validate(spec))
         seed = kwargs.get("seed")
         self._sim.reset(spec, seed=int(seed) if seed is not None else type(self)._seed)
-        self._started, self.results = True, []
+        self.episode.start()
+        self.results = []
         return f"\n\n{spec.initial_state}" if spec.initial_state else None
 
     def _require(self) -> Simulator:
-        if not self._started:
+        if not self.episode.started:
             raise RuntimeError(f"{type(self).__name__}: call reset() before calling a tool")
         return self._sim
+
+    def _over(self) -> str | None:
+        """The error text for a call after the episode ended (``None`` while it runs)."""
+        self._require()
+        if self.episode.active:
+            return None
+        return f"Error: the episode has ended (turn limit of {self.episode.max_turns} calls reached)"
 
     @staticmethod
     def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -164,6 +182,8 @@ class SimulatedTools:
 
     def _result(self, result: StepResult) -> str:
         self.results.append(result)
+        if self.episode.active:
+            self.episode.record(result)
         return result.observation
 
     def _get_reward(self) -> float:
@@ -179,6 +199,7 @@ class SimulatedTools:
 
 def make_trl_environment(tools: list[dict[str, Any]], *, model: ModelArg, spec: WorldSpec | None = None,
                          reward: RewardFn | None = None, seed: int = 0, asynchronous: bool = False,
+                         max_turns: int | None = None,
                          name: str = "SimulatedToolEnvironment") -> type[SimulatedTools]:
     """A class for ``GRPOTrainer(environment_factory=…)`` whose tools are simulated by the world model.
 
@@ -190,6 +211,7 @@ def make_trl_environment(tools: list[dict[str, Any]], *, model: ModelArg, spec: 
         reward: ``(SessionState) -> float``; adds ``get_reward()`` for reward functions to call.
         seed: episode seed when the dataset row has no ``seed`` column.
         asynchronous: make tool methods coroutines, so TRL runs the calls of all rollouts at once.
+        max_turns: tool calls after which the episode is truncated (``None``: TRL's own limit only).
         name: the class name.
 
     Raises:
@@ -199,6 +221,7 @@ def make_trl_environment(tools: list[dict[str, Any]], *, model: ModelArg, spec: 
         "spec": (spec or WorldSpec(domain="mcp")).model_copy(update={"domain": "mcp", "tools": list(tools)}),
         "_model": staticmethod(model) if callable(model) and not isinstance(model, ChatBackend) else model,
         "_reward": staticmethod(reward) if reward is not None else None, "_seed": seed,
+        "_max_turns": max_turns,
         "__doc__": f"Simulated tools: {', '.join(str(t.get('name')) for t in tools)}."}
     for tool in tools:
         tool_name = str(tool.get("name"))

@@ -63,7 +63,7 @@ class Scenario:
 
 def builtin_scenarios_dir() -> Path:
     """The folder of scenario files shipped with the package (the corpus is recorded from it)."""
-    return Path(str(resources.files("agentworld.envs") / "scenarios"))
+    return Path(str(resources.files("agentworld.domains.terminal") / "scenarios"))
 
 
 def _parse_scenario(item: Any, *, path: str, index: int) -> Scenario:

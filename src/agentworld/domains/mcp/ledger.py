@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.domains.actions import tool_call
+from agentworld.domains.ledger import Contradiction, bounded
+from agentworld.domains.spec import WorldSpec
 from agentworld.schema import strip_marker
-from agentworld.sim.ledger import Contradiction, bounded
 
 Scalar = str | int | float | bool | None
 EntityKey = tuple[str, str]
@@ -125,7 +126,7 @@ def _tracked(fields: dict[str, Any]) -> dict[str, Scalar]:
 
 
 class McpLedger:
-    """The :class:`~agentworld.sim.ledger.Ledger` of MCP tool sessions (see the module docstring)."""
+    """The :class:`~agentworld.domains.ledger.Ledger` of MCP tool sessions (see the module docstring)."""
 
     def __init__(self) -> None:
         self.known: dict[EntityKey, dict[str, Scalar]] = {}
@@ -239,3 +240,8 @@ def _leaves(value: Any) -> list[Scalar]:
 
 def _is_error(text: str) -> bool:
     return bool(re.match(r"\s*(?:Error\b|error:|\{\s*\"(?:error|isError)\")", text))
+
+
+def open_ledger(spec: WorldSpec | None = None) -> McpLedger:
+    """The ledger of a new episode (it starts knowing nothing; entities come from tool results)."""
+    return McpLedger()

@@ -8,9 +8,9 @@ reader cannot follow makes the ledger forget instead of guess: an unknown comman
 line editing hand the cwd back to the observed prompt. Checks fire only on facts that are certain,
 which is why the real recordings of the shipped corpus pass without a contradiction.
 
-This module wires the parts together: :mod:`~agentworld.sim.shell_reader` reads the keystrokes,
-:mod:`~agentworld.sim.shell_replay` replays them on :mod:`~agentworld.sim.shell_facts`, and
-:mod:`~agentworld.sim.terminal_checks` finds and repairs contradictions.
+This module wires the parts together: :mod:`.shell_reader` reads the keystrokes,
+:mod:`.shell_replay` replays them on :mod:`.shell_facts`, and
+:mod:`.checks` finds and repairs contradictions.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ import copy
 import re
 
 from agentworld.domains.actions import PROMPT_RE, terminal_state
-from agentworld.schema import OBSERVATION_MARKER
-from agentworld.sim.ledger import Contradiction, bounded
-from agentworld.sim.shell_facts import ShellFacts, absolute_path, forget_changes
-from agentworld.sim.shell_reader import (
+from agentworld.domains.ledger import Contradiction, bounded
+from agentworld.domains.spec import WorldSpec
+from agentworld.domains.terminal.checks import CD_ERROR, Finding, Fix, check_output, check_prompts
+from agentworld.domains.terminal.shell_facts import ShellFacts, absolute_path, forget_changes
+from agentworld.domains.terminal.shell_reader import (
     Command,
     Part,
     Script,
@@ -33,19 +34,19 @@ from agentworld.sim.shell_reader import (
     printf_format,
     unescape_echo,
 )
-from agentworld.sim.shell_replay import GIT_PURE, PURE, SHELLS, Step, replay
-from agentworld.sim.terminal_checks import CD_ERROR, Finding, Fix, check_output, check_prompts
+from agentworld.domains.terminal.shell_replay import GIT_PURE, PURE, SHELLS, Step, replay
+from agentworld.schema import OBSERVATION_MARKER
 
 __all__ = ["GIT_PURE", "PURE", "SHELLS", "Command", "Finding", "Fix", "Part", "Script", "ShellFacts",
-           "Step", "TerminalLedger", "Word", "expand", "expand_text", "parse_script", "printf_format",
-           "unescape_echo"]
+           "Step", "TerminalLedger", "Word", "expand", "expand_text", "open_ledger", "parse_script",
+           "printf_format", "unescape_echo"]
 
 _ERROR = re.compile(r"No such file|Permission denied|Read-only file system|cannot |Is a directory|"
                     r"Not a directory|No space left|not permitted|command not found|[Ee]rror")
 
 
 class TerminalLedger:
-    """The :class:`~agentworld.sim.ledger.Ledger` of a bash session (see the module docstring)."""
+    """The :class:`~agentworld.domains.ledger.Ledger` of a bash session (see the module docstring)."""
 
     def __init__(self, initial_screen: str | None = None) -> None:
         self.facts = ShellFacts()
@@ -142,3 +143,8 @@ def _screen(observation: str) -> str:
     text = observation.strip("\n")
     return text.split(OBSERVATION_MARKER, 1)[1].strip("\n") if OBSERVATION_MARKER in text else text
 
+
+
+def open_ledger(spec: WorldSpec | None = None) -> TerminalLedger:
+    """The ledger of a new episode; host, user and cwd come from the prompt in ``spec.initial_state``."""
+    return TerminalLedger(initial_screen=spec.initial_state if spec else None)

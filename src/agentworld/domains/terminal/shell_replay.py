@@ -1,6 +1,6 @@
 """Shell replay: one action's keystrokes run on a copy of the :class:`ShellFacts`.
 
-Keystrokes (tmux key names included) are read by :mod:`agentworld.sim.shell_reader` and each simple
+Keystrokes (tmux key names included) are read by :mod:`.shell_reader` and each simple
 command is applied: ``cd``/``pushd``/``popd``, ``export`` and assignments, ``echo``/``printf``/heredoc
 writes, redirections and file-system commands. What cannot be followed (unknown programs, control
 flow, line editing, nested shells) makes the facts forget instead of guess (:class:`Step`).
@@ -13,8 +13,14 @@ import json
 import re
 from dataclasses import dataclass
 
-from agentworld.sim.shell_facts import ShellFacts, apply_filesystem, invalidate, resolve_path, write_file
-from agentworld.sim.shell_reader import (
+from agentworld.domains.terminal.shell_facts import (
+    ShellFacts,
+    apply_filesystem,
+    invalidate,
+    resolve_path,
+    write_file,
+)
+from agentworld.domains.terminal.shell_reader import (
     ASSIGN,
     Command,
     Word,

@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass
 
 from agentworld.domains.actions import PROMPT_RE
-from agentworld.sim.ledger import Contradiction
-from agentworld.sim.shell_facts import ShellFacts, absolute_path, display_path, resolve_path
-from agentworld.sim.shell_reader import ASSIGN, Command, echo_output, expand
-from agentworld.sim.shell_replay import Step
+from agentworld.domains.ledger import Contradiction
+from agentworld.domains.terminal.shell_facts import ShellFacts, absolute_path, display_path, resolve_path
+from agentworld.domains.terminal.shell_reader import ASSIGN, Command, echo_output, expand
+from agentworld.domains.terminal.shell_replay import Step
 
 CD_ERROR = re.compile(r"\b(?:cd|pushd|popd): ")
 STDOUT_ONLY = frozenset({"echo", "printf", "cat", "pwd", "ls", "seq", "date", "head", "tail", "wc", "sort",
