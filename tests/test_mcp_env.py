@@ -103,8 +103,8 @@ def test_real_environment_without_a_server_starts_the_one_offering_the_first_too
     _need("memory")
     env = open_environment()
     try:
-        with pytest.raises(ValueError, match="no real MCP server here offers the tool 'book_flight'"):
-            env.step(_call("book_flight", flight="X1"))
+        assert env.step(_call("book_flight", flight="X1")) == (
+            "Error: no real MCP server here offers the tool 'book_flight'")
         assert env.server is None and not list(Path(tempfile.gettempdir()).glob(
             f"agentworld-mcp-{os.getpid()}-*"))
         created = env.step(_call("create_entities", entities=[{"name": "Oslo", "entityType": "city",
@@ -117,6 +117,28 @@ def test_real_environment_without_a_server_starts_the_one_offering_the_first_too
     assert not list(Path(tempfile.gettempdir()).glob(f"agentworld-mcp-{os.getpid()}-*"))
     with pytest.raises(ValueError, match="closed"):
         env.step(_call("read_graph"))
+
+
+def test_generic_router_runs_mcp_reads_and_writes_real_until_an_imagined_write() -> None:
+    import asyncio
+
+    from agentworld.sim.router import Router
+
+    _need("memory")
+    router = Router("rules", domain="mcp")
+    try:
+        ada = {"name": "Ada", "entityType": "person", "observations": []}
+        create = _call("create_entities", entities=[ada])
+        assert router.route("mcp", create) == "real"
+        assert json.loads(asyncio.run(router.execute(create)))[0]["name"] == "Ada"
+        assert router.route("mcp", _call("search_nodes", query="Ada")) == "real"
+        assert "Ada" in asyncio.run(router.execute(_call("search_nodes", query="Ada")))
+        assert router.route("mcp", _call("update_crm_record", id=7)) == "model" and router.diverged
+        assert router.route("mcp", _call("read_graph")) == "model", "after an imagined write, stay imagined"
+        assert router.decide("mcp", _call("read_graph")).reason == "an earlier model step changed the world"
+    finally:
+        router.close()
+    assert not list(Path(tempfile.gettempdir()).glob(f"agentworld-mcp-{os.getpid()}-*"))
 
 
 STUB = """\

@@ -75,8 +75,8 @@ class McpEnvironment:
         """Perform the tool call in ``action`` (row text) and return its result text as rows hold it.
 
         Raises:
-            ValueError: the action holds no JSON tool call, or (no server chosen yet) no server here
-                offers its tool.
+            ValueError: the action holds no JSON tool call (a call of a tool no server here offers,
+                before a server was chosen, is answered with an error text instead).
         """
         if self._closed:
             raise ValueError("the MCP environment is closed")
@@ -90,7 +90,7 @@ class McpEnvironment:
 
             chosen = tool_servers().get(name)
             if chosen is None:
-                raise ValueError(f"no real MCP server here offers the tool {name!r}")
+                return f"Error: no real MCP server here offers the tool {name!r}"
             self.server = preset(chosen)
             self._start()
         text, _is_error = self._client.call(name, self.paths.actual(arguments))
