@@ -229,6 +229,7 @@ def test_routing_reads_annotations_then_names() -> None:
         "send_mail": ("model", True), "getUser": ("real", False), "delete_user": ("real", True),
         "list_pets": ("model", False)}
     assert "no real server here offers 'list_pets'" in got["list_pets"].reason
+    assert decide({"tool_name": "read_graph", "arguments": {}}, tools) == got["read_graph"]
     assert decide("not json at all", tools) == decide("", tools)
     assert decide("", tools).route == "model" and not decide("", tools).side_effects
     assert [reads_by_name(n) for n in ("git_log", "listDirectory", "git_commit", "ReadFile", "update")] == [

@@ -78,14 +78,14 @@ def tool_servers() -> dict[str, str]:
     return _catalogue()[1]
 
 
-def decide(action: str, tools: Sequence[Mapping[str, Any]] | None = None, *,
+def decide(action: str | Mapping[str, Any], tools: Sequence[Mapping[str, Any]] | None = None, *,
            prefer: str = "fidelity") -> RouteDecision:
     """Route one MCP action; ``tools``: the real server's tool list (default: :func:`known_tools`).
 
     ``prefer`` is accepted for the router's contract; every call to these local servers is cheap.
     """
     del prefer
-    call = tool_call(action)
+    call = tool_call(action if isinstance(action, str) else json.dumps(action, ensure_ascii=False))
     if call is None:
         return RouteDecision("model", "not a JSON tool call", side_effects=False)
     name, _ = call
