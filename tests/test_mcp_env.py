@@ -272,3 +272,14 @@ def test_time_server_clock_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTWORLD_FROZEN_NOW", "2024-12-31T23:30:00+00:00")
     tokyo = FrozenDatetime.now(ZoneInfo("Asia/Tokyo"))
     assert tokyo.strftime("%A %Y-%m-%d %H:%M") == "Wednesday 2025-01-01 08:30"
+
+
+def test_scenarios_of_missing_servers_are_skipped_and_none_at_all_is_one_error(tmp_path: Path) -> None:
+    spec = tmp_path / "s.jsonl"
+    spec.write_text(json.dumps({"name": "a", "server": "filesystem", "calls": [{"tool": "list_directory"}]}))
+    env = {**os.environ, "AGENTWORLD_MCP_SERVERS": str(tmp_path / "none")}
+    done = subprocess.run([sys.executable, "-c", MAIN, "record", "mcp", "--scenarios", str(spec), "--out",
+                           str(tmp_path / "o.jsonl")], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2 and not (tmp_path / "o.jsonl").exists()
+    assert "no server of these scenarios is installed: filesystem: @modelcontextprotocol/server-filesystem " \
+           "is not installed" in done.stderr

@@ -76,6 +76,7 @@ def _scenarios(options: RecordMcpOptions, server: list[str] | None) -> None:
 
     from agentworld.domains.mcp.recording import record_to_jsonl
     from agentworld.domains.mcp.scenarios import load_scenarios
+    from agentworld.domains.mcp.servers import preset
 
     assert options.scenarios is not None
     if options.url is not None:
@@ -85,6 +86,13 @@ def _scenarios(options: RecordMcpOptions, server: list[str] | None) -> None:
         raise AgentWorldError(f"{out} exists; pass --resume to continue it or --overwrite")
     scenarios = load_scenarios(options.scenarios)
     console = Console(stderr=True)
+    missing = {s.name: why for s in scenarios if not server and (why := preset(s.server).missing())}
+    if missing and len(missing) == len(scenarios):
+        reasons = "; ".join(dict.fromkeys(missing.values()))
+        raise AgentWorldError(f"no server of these scenarios is installed: {reasons}")
+    for name, why in missing.items():
+        console.print(f"skipped {name}: {why}", markup=False, highlight=False)
+    scenarios = [s for s in scenarios if s.name not in missing]
     failed: list[str] = []
 
     def done(scenario: Any, error: str | None) -> None:
