@@ -18,10 +18,16 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentworld.domains.mcp.rows import DOMAIN
 from agentworld.errors import AgentWorldError
+
+if TYPE_CHECKING:
+    from agentworld.domains.mcp.scenarios import McpScenario
+    from agentworld.domains.mcp.servers import PathMap
+    from agentworld.envs.janitor import Janitor
+    from agentworld.schema import Trajectory
 
 GRACE_S = 0.3
 """Every call is answered before the session ends, so a server ignoring EOF gets SIGTERM soon after."""
@@ -38,8 +44,8 @@ def _tail(path: Path, lines: int = 8) -> str:
         return ""
 
 
-def record_scenario(scenario: Any, *, janitor: Any, command: Sequence[str] | None = None,
-                    timeout_s: float = 60.0) -> Any:
+def record_scenario(scenario: McpScenario, *, janitor: Janitor, command: Sequence[str] | None = None,
+                    timeout_s: float = 60.0) -> Trajectory:
     """Record one :class:`~agentworld.domains.mcp.scenarios.McpScenario` into a trajectory.
 
     ``command`` replaces the preset's server command (``{root}`` = the scenario's folder).
@@ -79,7 +85,8 @@ def record_scenario(scenario: Any, *, janitor: Any, command: Sequence[str] | Non
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _trajectory(scenario: Any, last: dict[str, Any], paths: Any, started: str, elapsed_s: float) -> Any:
+def _trajectory(scenario: McpScenario, last: dict[str, Any], paths: PathMap, started: str,
+                elapsed_s: float) -> Trajectory:
     """The session's last proxy row (it holds every turn) as a trajectory, paths shown as /workspace."""
     from agentworld.schema import Trajectory, Turn
 
@@ -96,7 +103,7 @@ def _trajectory(scenario: Any, last: dict[str, Any], paths: Any, started: str, e
                       system_prompt=paths.shown(last["system_str"]))
 
 
-def trajectory_rows(trajectory: Any) -> list[dict[str, Any]]:
+def trajectory_rows(trajectory: Trajectory) -> list[dict[str, Any]]:
     """AgentWorldBench rows of a trajectory; each carries the recording's ``meta``."""
     return [{**s.to_row(), "meta": trajectory.meta} for s in trajectory.samples()]
 
@@ -119,8 +126,9 @@ def _complete(out: Path) -> set[str]:
     return done
 
 
-def record_to_jsonl(scenarios: Sequence[Any], out: str | Path, *, command: Sequence[str] | None = None,
-                    resume: bool = False, on_done: Callable[[Any, str | None], None] | None = None) -> int:
+def record_to_jsonl(scenarios: Sequence[McpScenario], out: str | Path, *,
+                    command: Sequence[str] | None = None, resume: bool = False,
+                    on_done: Callable[[McpScenario, str | None], None] | None = None) -> int:
     """Record scenarios into ``out`` (rows of a scenario appended once it is whole); rows written.
 
     A scenario that fails is reported through ``on_done(scenario, error)`` and skipped.
