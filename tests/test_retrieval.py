@@ -217,9 +217,9 @@ def test_a_domain_the_corpus_lacks_is_refused_per_request_and_up_front() -> None
     with pytest.raises(DomainNotCoveredError, match=r"no mcp, search transitions.*of those domains"):
         backend.check_domains(["terminal", "search", "mcp"])  # type: ignore[attr-defined]
     default = create_backend("retrieval")
-    default.check_domains(["terminal", "mcp"])  # type: ignore[attr-defined]
-    with pytest.raises(DomainNotCoveredError, match=r"its corpus \(the shipped mcp, terminal corpora\) holds "
-                       r"\d+ mcp, \d+ terminal transitions"):
+    default.check_domains(["terminal", "mcp", "search"])  # type: ignore[attr-defined]
+    with pytest.raises(DomainNotCoveredError, match=r"its corpus \(the shipped mcp, search, terminal "
+                       r"corpora\) holds \d+ mcp, \d+ search, \d+ terminal transitions"):
         default.check_domains(["android"])  # type: ignore[attr-defined]
 
 
