@@ -17,10 +17,11 @@ loopback to "not found", so nothing the browser does itself (prefetch, updates) 
 
 Cleanup: Playwright's driver process closes its browsers and removes their profile folders when its
 parent goes away, SIGKILL included (its stdin closes). Chromium's own temporary folder (its process
-singleton's socket) and its crash database would survive a SIGKILL, so Chromium gets a private
-``TMPDIR`` and ``HOME`` that a *janitor* —
-a small process waiting for the end of a pipe only this process holds — removes once this process is
-gone, however it ended. :meth:`BrowserSession.close` does all of this politely and is idempotent.
+singleton's socket) and its crash database would survive a SIGKILL, and its crash handler leaves the
+process tree; so Chromium gets a private ``TMPDIR`` and ``HOME`` and the tag of a
+:class:`~agentworld.envs.janitor.Janitor`, which kills what is left of it and removes the folder once
+this process is gone, however it ended. :meth:`BrowserSession.close` does all of this politely and
+is idempotent.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentworld.envs.janitor import Janitor
 from agentworld.errors import AgentWorldError
 
 OFFICIAL_ACTIONS: tuple[str, ...] = (
@@ -61,15 +61,6 @@ _ACTIVATION_SCRIPT = ("for (const e of ['focus', 'load', 'pageshow', 'mousedown'
                       "{capture: true});")
 """BrowserGym's trick to know the active tab (Playwright has no such notion): pages report themselves."""
 _CALL_RE = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
-
-
-_JANITOR = ("import shutil, sys, time\n"
-            "sys.stdin.buffer.read()\n"
-            "for _ in range(20):\n"
-            "    shutil.rmtree(sys.argv[1], ignore_errors=True)\n"
-            "    time.sleep(0.25)\n")
-"""Waits until its stdin closes (its parent closed it or died), then removes the folder for a few
-seconds (Chromium may still be exiting and writing into it) and exits."""
 
 
 class BrowserError(AgentWorldError):
@@ -161,7 +152,7 @@ class BrowserSession:
     page: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _tmp: str | None = None
-    _janitor: subprocess.Popen[bytes] | None = None
+    _janitor: Janitor | None = None
 
     def __enter__(self) -> BrowserSession:
         self.start()
@@ -176,16 +167,16 @@ class BrowserSession:
 
         executable = find_chromium()
         self._tmp = tempfile.mkdtemp(prefix="agentworld-browser-")
-        self._janitor = subprocess.Popen([sys.executable, "-c", _JANITOR, self._tmp], stdin=subprocess.PIPE,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         start_new_session=True)
+        self._janitor = Janitor()
+        self._janitor.track(self._tmp)
         self._pw = sync_playwright().start()
         try:
             from browsergym.core.constants import BROWSERGYM_ID_ATTRIBUTE
 
             self._pw.selectors.set_test_id_attribute(BROWSERGYM_ID_ATTRIBUTE)
             env = {**os.environ, "TMPDIR": self._tmp, "HOME": self._tmp,  # crash reports land here too
-                   "XDG_CONFIG_HOME": f"{self._tmp}/config", "XDG_CACHE_HOME": f"{self._tmp}/cache"}
+                   "XDG_CONFIG_HOME": f"{self._tmp}/config", "XDG_CACHE_HOME": f"{self._tmp}/cache",
+                   **self._janitor.env}
             self._browser = self._pw.chromium.launch(executable_path=executable, headless=True,
                                                      args=list(CHROMIUM_ARGS), env=env)
         except Exception as exc:
@@ -306,10 +297,7 @@ class BrowserSession:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
         if self._janitor is not None:
-            with contextlib.suppress(OSError):
-                self._janitor.stdin.close()  # type: ignore[union-attr]
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._janitor.wait(timeout=10)
+            self._janitor.close()
             self._janitor = None
 
 
