@@ -85,6 +85,7 @@ def test_decide_reading_actions_are_safe_and_state_changes_diverge() -> None:
     click = decide(format_web_action("click('12')", current_state="Tab 0 (current): x"))
     assert (click.route, click.side_effects) == ("real", True)
     assert decide("goto('http://localhost:8000/cart')").route == "real"
+    assert decide("goto('http://localhost:3000/')").route == "model"  # not the local site's origin
     outside = decide("goto('https://github.com/login')")
     assert (outside.route, outside.side_effects) == ("model", True) and "network" in outside.reason
     junk = decide("import os; os.system('id')")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+CANONICAL_ORIGIN = "http://localhost:8000"
+"""How the local site's origin appears in actions and observations (its real loopback port varies)."""
 _ACTION_RE = re.compile(r"\*\*Action:\*\*\s*(?:```[a-z]*\s*\n?(?P<fenced>.*?)```|(?P<bare>.*))", re.S)
 _STATE_RE = re.compile(r"\*\*Current State:\*\*\s*\n(?P<state>.*?)(?=\n\s*\*\*Action:\*\*|\Z)", re.S)
 

@@ -10,14 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from agentworld.domains.web.actions import web_call
+from agentworld.domains.web.actions import CANONICAL_ORIGIN, web_call
 from agentworld.domains.web.site import ShopState, build_app, miniwob_dir
 from agentworld.envs.browser import BrowserSession, rewrite_origins
 from agentworld.envs.loopback import LoopbackServer
 from agentworld.errors import AgentWorldError
 
-CANONICAL_ORIGIN = "http://localhost:8000"
-"""How the local site's origin appears in actions and observations."""
 MINIWOB_PREFIX = "miniwob/"
 MINIWOB_MAX_TIME_MS = 1_000_000_000
 _MINIWOB_SETUP = """([seed, maxTime]) => {

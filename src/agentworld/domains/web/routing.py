@@ -4,8 +4,9 @@ Reading actions (``noop``, ``scroll``, ``hover``, ``mouse_move``, ``tab_focus``,
 cannot change a site, so a model step of them leaves the real browser in step with the episode.
 Clicks, typing, form fields and navigation may change the site (a submitted form, a cart) or the page
 the next bids refer to: they run for real, and a model step of them diverges the episode. A ``goto``
-to another host cannot run here (no network): the model imagines that page, and the real browser no
-longer shows what the episode does.
+anywhere but the local site (:data:`~agentworld.domains.web.actions.CANONICAL_ORIGIN`) cannot run
+here (no network): the model imagines that page, and the real browser no longer shows what the
+episode does.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import ast
 import re
 
 from agentworld.domains.base import RouteDecision
-from agentworld.domains.web.actions import web_call
+from agentworld.domains.web.actions import CANONICAL_ORIGIN, web_call
 from agentworld.envs.browser import OFFICIAL_ACTIONS, READING_ACTIONS, action_name
-
-LOCAL = re.compile(r"^https?://(?:localhost|127\.0\.0\.1)(?::\d+)?(?:/|$)")
 
 
 def _goto_url(call: str) -> str | None:
@@ -44,6 +43,6 @@ def decide(action: str) -> RouteDecision:
         url = _goto_url(call)
         if url is None:
             return RouteDecision("model", "goto without a literal URL", side_effects=False)
-        if not LOCAL.match(url):
+        if url != CANONICAL_ORIGIN and not url.startswith(CANONICAL_ORIGIN + "/"):
             return RouteDecision("model", "goto leaves the local site (no network here)")
     return RouteDecision("real", f"{name} runs on the local site and may change it")
