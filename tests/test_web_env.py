@@ -3,6 +3,7 @@ driven by BrowserGym actions. Real browser, real loopback servers; a few browser
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -171,8 +172,7 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
         assert "Error: " in outside and "ERR_BLOCKED_BY_CLIENT" in outside
         env.step("goto('http://example.com/')")
         env.step(f"goto('{CANONICAL}/')")
-        page = env.browser.page  # type: ignore[union-attr]
-        page.set_content(f"<img src='{url}/pixel.png'><script>fetch('{url}/api')</script>")
+        env.step(f"goto('data:text/html,<img src=\"{url}/pixel.png\"><script>fetch(\"{url}/api\")</script>')")
         env.step("noop(300)")
         assert hits == []
         assert any(b.startswith(url) for b in env.blocked) and any("example.com" in b for b in env.blocked)
@@ -185,6 +185,25 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
 
 
 CANONICAL = "http://localhost:8000"
+
+
+@browser
+def test_the_router_runs_local_steps_for_real_until_a_model_step_may_change_the_world() -> None:
+    from agentworld.sim.router import Router
+
+    router = Router(seed=0, environment_options={"start": "/catalog"})
+    try:
+        assert router.route("web", "scroll(0, 200)") == "real"
+        page = asyncio.run(router.execute("scroll(0, 200)"))  # each run: another event loop and thread
+        call = resolve_placeholders("fill({{searchbox 'Search'}}, 'sail')", page)
+        assert router.route("web", format_web_action(call)) == "real"
+        assert "value='sail'" in asyncio.run(router.execute(format_web_action(call)))
+        assert router.route("web", "goto('https://github.com/')") == "model"
+        assert router.diverged
+        later = router.decide("web", "keyboard_press('Enter')")
+        assert (later.route, later.reason) == ("model", "an earlier model step changed the world")
+    finally:
+        router.close()
 
 
 @browser

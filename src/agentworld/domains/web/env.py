@@ -7,8 +7,10 @@ not depend on the port (and ``goto`` to the canonical origin reaches the real on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from agentworld.domains.web.actions import CANONICAL_ORIGIN, web_call
 from agentworld.domains.web.site import ShopState, build_app, miniwob_dir
@@ -17,6 +19,7 @@ from agentworld.envs.loopback import LoopbackServer
 from agentworld.errors import AgentWorldError
 
 MINIWOB_PREFIX = "miniwob/"
+T = TypeVar("T")
 MINIWOB_MAX_TIME_MS = 1_000_000_000
 _MINIWOB_SETUP = """([seed, maxTime]) => {
   Math.seedrandom(seed);
@@ -82,6 +85,10 @@ class WebEnvironment:
         start: the first page: a path on the shop (``/``) or ``miniwob/<task>``.
         browser, site: shared ones (a recorder reuses one browser for many episodes); by default the
             environment starts its own and closes them in :meth:`close`.
+
+    Playwright's synchronous API works only on the thread that started it, and the sim-to-real router
+    steps environments from worker threads: an environment that owns its browser runs every browser
+    call on one thread of its own, whichever thread calls it.
     """
 
     def __init__(self, *, seed: int = 0, start: str = "/", browser: BrowserSession | None = None,
@@ -93,20 +100,27 @@ class WebEnvironment:
         self.site = site or WebSite()
         self.browser: BrowserSession | None = browser
         self._observation: str | None = None
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="web-browser") if self._own_browser else None
         try:
-            if self._own_site:
-                self.site.start()
-            else:
-                self.site.reset()
-            if self.browser is None:
-                self.browser = BrowserSession(allowed_origins=(self.site.origin,))
-                self.browser.start()
-            else:
-                self.browser.allowed_origins = (self.site.origin,)
-                self.browser.new_context()
+            self._call(self._open)
         except BaseException:
             self.close()
             raise
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return self._worker.submit(fn, *args).result() if self._worker is not None else fn(*args)
+
+    def _open(self) -> None:
+        if self._own_site:
+            self.site.start()
+        else:
+            self.site.reset()
+        if self.browser is None:
+            self.browser = BrowserSession(allowed_origins=(self.site.origin,))
+            self.browser.start()
+        else:
+            self.browser.allowed_origins = (self.site.origin,)
+            self.browser.new_context()
 
     def _pairs(self) -> list[tuple[str, str]]:
         return [(self.site.origin, CANONICAL_ORIGIN)]
@@ -117,6 +131,9 @@ class WebEnvironment:
 
     def initial_observation(self) -> str:
         """Open the start page (set up the MiniWoB++ task with the seed) and return what it shows."""
+        return self._call(self._initial)
+
+    def _initial(self) -> str:
         if self._observation is None:
             assert self.browser is not None
             page = self.browser.page
@@ -130,7 +147,11 @@ class WebEnvironment:
         """Run the action text's BrowserGym call; the page after it (with ``Error: …`` if it failed)."""
         if self.browser is None:
             raise AgentWorldError("the web environment is closed")
-        self.initial_observation()
+        return self._call(self._step, action)
+
+    def _step(self, action: str) -> str:
+        assert self.browser is not None
+        self._initial()
         call = rewrite_origins(web_call(action), [(CANONICAL_ORIGIN, self.site.origin)])
         self._observation = self._render(self.browser.act(call))
         return self._observation
@@ -143,10 +164,13 @@ class WebEnvironment:
     def close(self) -> None:
         """Close what this environment started (idempotent)."""
         if self._own_browser and self.browser is not None:
-            self.browser.close()
+            self._call(self.browser.close)
         self.browser = None
         if self._own_site:
             self.site.stop()
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
 
     def __enter__(self) -> WebEnvironment:
         return self
