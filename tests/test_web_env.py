@@ -171,11 +171,13 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
         outside = env.step(f"goto('{url}/secret')")
         assert "Error: " in outside and "ERR_BLOCKED_BY_CLIENT" in outside
         env.step("goto('http://example.com/')")
+        assert "ERR_BLOCKED_BY_CLIENT" in env.step("goto('file:///etc/hostname')")  # no local files either
         env.step(f"goto('{CANONICAL}/')")
         env.step(f"goto('data:text/html,<img src=\"{url}/pixel.png\"><script>fetch(\"{url}/api\")</script>')")
         env.step("noop(300)")
         assert hits == []
         assert any(b.startswith(url) for b in env.blocked) and any("example.com" in b for b in env.blocked)
+        assert "file:///etc/hostname" in env.blocked
         unknown = env.step("click('9999')")
         assert 'Error: ValueError: Could not find element with bid "9999"' in unknown
     finally:
