@@ -21,16 +21,22 @@ pytestmark = [
 ]
 
 
-def test_demo_records_simulates_scores_and_reports(tmp_path: Path) -> None:
-    config = DemoConfig(out=str(tmp_path / "demo"), domains=["terminal"])
+REAL = ("terminal", "mcp", "search", "swe", "web")
+
+
+def test_demo_records_simulates_scores_and_reports_every_real_domain(tmp_path: Path) -> None:
+    config = DemoConfig(out=str(tmp_path / "demo"))
     console = Console(record=True, width=140)
     report = run_demo(config, console=console)
     text = console.export_text()
     assert report.is_file() and "Rule tier" in text
-    rows = list(read_journal(tmp_path / "demo" / "data" / "terminal_test.jsonl"))
+    data = tmp_path / "demo" / "data"
+    assert sorted(p.name for p in data.glob("*_test.jsonl")) == sorted(f"{d}_test.jsonl" for d in REAL)
+    rows = [r for d in REAL for r in read_journal(data / f"{d}_test.jsonl")]
     heldout = json.loads((Path(str(files("agentworld.domains.terminal"))) / "heldout.json").read_text())
-    assert {r["id"].rpartition("-t")[0] for r in rows} == set(heldout)
-    assert all(r["meta"]["source"] == "real" for r in rows)
+    terminal = {r["id"].rpartition("-t")[0] for r in rows if r["task"].endswith("terminal")}
+    assert terminal == set(heldout)
+    assert all(r["meta"]["source"] == "real" for r in rows if r["task"].endswith("terminal"))
     preds = list(read_journal(report.parent / "predictions.jsonl"))
     assert len(preds) == len(rows) and all(p["source"] == "retrieval" for p in preds)
     # Held out: no prediction may come from the very trajectory being predicted.
@@ -38,12 +44,25 @@ def test_demo_records_simulates_scores_and_reports(tmp_path: Path) -> None:
     neighbours = [str(p["meta"]["neighbour"]).partition("#")[0] for p in preds]
     assert all(neighbours) and not any(n.rpartition("-t")[0] in own for n in neighbours), neighbours
     scores = json.loads((report.parent / "scores.json").read_text())
-    rules = scores["rules"]["terminal"]
-    assert 0 < rules["overall"] < 100
-    tier = scores["rule_tier"]["domains"]["terminal"]
-    assert tier["overall"] == pytest.approx(rules["overall"], abs=0.01) and tier["n"] == len(rows)
-    assert tier["skill_over_frame_only"] == skill(tier["overall"], tier["baselines"]["frame_only"])
+    for domain in REAL:  # one row per real domain, each above what knowing nothing scores
+        n = sum(1 for r in rows if r["task"].split("/")[-1] == domain)
+        rules = scores["rules"][domain]
+        tier = scores["rule_tier"]["domains"][domain]
+        assert n > 0 and tier["n"] == n and 0 < rules["overall"] < 100, domain
+        assert tier["overall"] == pytest.approx(rules["overall"], abs=0.01)
+        assert tier["skill_over_frame_only"] == skill(tier["overall"], tier["baselines"]["frame_only"])
+        base = tier["baselines"]
+        assert tier["overall"] > max(base["empty"], base["repeat_previous"]), (domain, tier)
+        assert f"\n{domain} " in text
     assert all(name in text for name in (*BASELINES, "skill_over_frame_only"))
     assert "frame_only" in report.read_text("utf-8")
     run_demo(config, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115 - resumes, records nothing
-    assert len(list(read_journal(tmp_path / "demo" / "data" / "terminal_test.jsonl"))) == len(rows)
+    assert sum(len(list(read_journal(data / f"{d}_test.jsonl"))) for d in REAL) == len(rows)
+
+
+def test_demo_refuses_a_domain_without_a_real_environment(tmp_path: Path) -> None:
+    from agentworld.errors import AgentWorldError
+
+    with pytest.raises(AgentWorldError, match=r"--domains: no real environment for android; real domains: "):
+        run_demo(DemoConfig(out=str(tmp_path / "demo"), domains=["android"]))
+    assert not (tmp_path / "demo").exists()
