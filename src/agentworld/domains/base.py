@@ -109,6 +109,12 @@ class DomainPlugin:
             screens: Sequence[str]) -> str``, an injected error fault shown without a model;
             ``screens`` are the episode's observations so far, oldest first (None: a generic error
             text, :func:`agentworld.domains.hooks.generic_fault`).
+        error_patterns: regular expressions (``re.M``) that mark an observation as a failure, beyond
+            the ones every domain shares (:mod:`agentworld.domains.error_patterns`); the data pipeline's
+            retry detection and loss masking read them (:func:`agentworld.data.tokens.is_error`).
+        gui: observations are screens of a graphical UI (accessibility trees): a screen unchanged after
+            an action usually means the UI had not caught up, so the data pipeline drops such turns
+            (:func:`agentworld.data.process.drop_no_change`); elsewhere an unchanged screen is information.
         package: the package holding ``prompts/system_prompt.txt``, ``prompts/judge_system_prompt.txt``
             and the data files (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>``
             for one given to :func:`register_domain` without it).
@@ -129,6 +135,8 @@ class DomainPlugin:
     actions: str | None = None
     ledger: str | None = None
     faults: str | None = None
+    error_patterns: tuple[str, ...] = ()
+    gui: bool = False
     extra: dict[str, str] | None = None
     """Further references a domain exposes beyond the fields above."""
     package: str = ""

@@ -13,4 +13,5 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.mcp.record:COMMAND",
     actions="agentworld.domains.mcp.actions:ACTIONS",
     ledger="agentworld.domains.mcp.ledger:open_ledger",
+    error_patterns=(r"^\s*(?i:error)\b",),
 )

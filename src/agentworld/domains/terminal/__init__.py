@@ -4,6 +4,7 @@ Real: recorder (``agentworld record terminal``), shipped corpus, rules, retrieva
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="terminal",
@@ -19,4 +20,5 @@ PLUGIN = DomainPlugin(
     actions="agentworld.domains.terminal.actions:ACTIONS",
     ledger="agentworld.domains.terminal.ledger:open_ledger",
     faults="agentworld.domains.terminal.faults:render_fault",
+    error_patterns=SHELL_ERRORS,
 )

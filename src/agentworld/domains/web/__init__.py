@@ -2,4 +2,5 @@
 
 from agentworld.domains.base import DomainPlugin
 
-PLUGIN = DomainPlugin(name="web", display="Web", rules="agentworld.domains.rules:TREE_RULES")
+PLUGIN = DomainPlugin(name="web", display="Web", rules="agentworld.domains.rules:TREE_RULES",
+                      error_patterns=(r"net::ERR_", r"\b404 (?i:not found)\b"), gui=True)
