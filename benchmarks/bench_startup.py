@@ -21,8 +21,8 @@ from pathlib import Path
 
 COMMANDS: list[list[str]] = [
     ["--help"], ["--version"], ["eval", "run", "--help"], ["data", "process", "--help"],
-    ["serve", "http", "--help"], ["train", "rollout", "--help"], ["record", "terminal", "--help"],
-    ["shell", "--help"], ["demo", "--help"],
+    ["serve", "http", "--help"], ["train", "rollout", "--help"], ["record", "--help"],
+    ["record", "terminal", "--help"], ["shell", "--help"], ["demo", "--help"],
 ]
 
 

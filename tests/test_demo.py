@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.resources import files
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,14 @@ pytestmark = [
 
 
 def test_demo_records_simulates_scores_and_reports(tmp_path: Path) -> None:
-    config = DemoConfig(out=str(tmp_path / "demo"), scenarios=("files-heredoc", "python-script"))
+    config = DemoConfig(out=str(tmp_path / "demo"), domains=["terminal"])
     console = Console(record=True, width=140)
     report = run_demo(config, console=console)
     text = console.export_text()
     assert report.is_file() and "Rule tier" in text
     rows = list(read_journal(tmp_path / "demo" / "data" / "terminal_test.jsonl"))
-    assert {r["id"].rpartition("-t")[0] for r in rows} == {"files-heredoc", "python-script"}
+    heldout = json.loads((Path(str(files("agentworld.domains.terminal"))) / "heldout.json").read_text())
+    assert {r["id"].rpartition("-t")[0] for r in rows} == set(heldout)
     assert all(r["meta"]["source"] == "real" for r in rows)
     preds = list(read_journal(report.parent / "predictions.jsonl"))
     assert len(preds) == len(rows) and all(p["source"] == "retrieval" for p in preds)

@@ -25,13 +25,7 @@ from agentworld.domains.base import DomainPlugin, plugins, register_domain, unre
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.errors import DataError
 from agentworld.eval.rules import frame_only_prediction, score_rules
-from agentworld.schema import (
-    OBSERVATION_MARKER,
-    Trajectory,
-    Turn,
-    load_samples,
-    write_bench_jsonl,
-)
+from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn, load_samples, strip_marker
 
 ROOT = Path(__file__).resolve().parents[1]
 SESSIONS = [
@@ -81,7 +75,7 @@ def test_a_plugin_without_prompts_or_an_unimportable_package_is_one_clear_error(
     env = {**os.environ, "AGENTWORLD_DOMAIN_PACKAGES": "example_domain,no_such_package",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
     done = subprocess.run([sys.executable, "-m", "agentworld", "record", "--help"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == ("error: AGENTWORLD_DOMAIN_PACKAGES names 'no_such_package', which is not "
                            "importable (no module 'no_such_package')\n")
@@ -117,26 +111,44 @@ def test_record_lists_only_domains_with_a_recorder(notes: DomainPlugin) -> None:
     text = CliRunner().invoke(app, ["record", "--help"]).output
     listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
     assert listed == [name for name in domain_names() if plugins()[name].recorder]
-    assert {"terminal", "mcp", "search"} <= set(listed)
-    assert not {"notes", "android", "os"} & set(listed)
+    assert {"terminal", "mcp", "search", "notes"} <= set(listed)
+    assert not {"android", "os"} & set(listed)  # prompt-only: nothing real to record
+    notes_help = CliRunner().invoke(app, ["record", "notes", "--help"]).output
+    assert "--scenarios <path>" in notes_help and "--overwrite" in notes_help
+    unregister_domain("notes")
     result = CliRunner().invoke(app, ["record", "notes", "--help"])
     assert result.exit_code == 2 and "No such command 'notes'" in result.output
 
 
-def test_eval_run_scores_it_in_a_subprocess_that_knows_it_from_the_environment(tmp_path: Path) -> None:
-    prompt = (ROOT / "tests/example_domain/prompts/system_prompt.txt").read_text("utf-8")
-    corpus, data = tmp_path / "corpus.jsonl", tmp_path / "notes_test.jsonl"
-    recorded = [trajectory(n, turns, prompt) for n, turns in enumerate(SESSIONS[:3])]
-    write_bench_jsonl(corpus, [sample for t in recorded for sample in t.samples()])
-    write_bench_jsonl(data, trajectory(3, SESSIONS[3], prompt).samples())
-    with pytest.raises(DataError, match="unknown domain 'notes'"):
-        load_samples([data])  # without the plugin, the domain is not AgentWorldBench's
+def agentworld(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess that knows the example domain only from ``AGENTWORLD_DOMAIN_PACKAGES``."""
     env = {**os.environ, "AGENTWORLD_DOMAIN_PACKAGES": "example_domain",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    return subprocess.run([sys.executable, "-m", "agentworld", *args], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_record_then_eval_run_in_a_subprocess_that_knows_it_from_the_environment(tmp_path: Path) -> None:
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([{"name": f"notes-{n}", "actions": [a for a, _ in turns]}
+                                     for n, turns in enumerate(SESSIONS)]))
+    recorded = tmp_path / "recorded.jsonl"
+    done = agentworld("record", "notes", "--scenarios", str(scenarios), "--out", str(recorded))
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in recorded.read_text().splitlines()]
+    observations = [strip_marker(r["response"][r["turn_idx"] - 1]) for r in rows]
+    assert observations == [o for turns in SESSIONS for _, o in turns]  # the notebook answers as written
+    again = agentworld("record", "notes", "--scenarios", str(scenarios), "--out", str(recorded))
+    assert again.returncode == 2 and again.stderr.startswith("error: ") and "--overwrite" in again.stderr
+    with pytest.raises(DataError, match="unknown domain 'notes'"):
+        load_samples([recorded])  # without the plugin, the domain is not AgentWorldBench's
+
+    corpus, data = tmp_path / "corpus.jsonl", tmp_path / "notes_test.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows if not r["id"].startswith("notes-3")))
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"].startswith("notes-3")))
     out = tmp_path / "run"
-    command = [sys.executable, "-m", "agentworld", "eval", "run", "--data", str(data), "--model", "retrieval",
-               "--model-corpus", str(corpus), "--out", str(out), "--no-judge", "--no-progress"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = agentworld("eval", "run", "--data", str(data), "--model", "retrieval", "--model-corpus",
+                      str(corpus), "--out", str(out), "--no-judge", "--no-progress")
     assert done.returncode == 0, done.stderr
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert [p["source"] for p in predictions] == ["retrieval"] * 3

@@ -1,15 +1,16 @@
-"""The offline demo: record real terminal sessions, simulate them, score them, write the report.
+"""The offline demo: record real sessions of every real domain, simulate them, score them, write the report.
 
-Runs on a fresh machine with no network and no key. The world model is the retrieval baseline
-built from the shipped corpus *without* the demo scenarios (so it predicts sessions it has never
-seen); the score is the judge-free rule tier. With ``model_base_url`` the demo uses that world
+Runs on a fresh machine with no network and no key. Each real domain's package ships held-out
+scenarios (never in its corpus); the demo records them fresh in the domain's real environment. The
+world model is the retrieval baseline built from the shipped corpora *without* the demo's
+trajectories (so it predicts sessions it has never seen); the score is the judge-free rule tier, one
+row per domain. With ``model_base_url`` the demo uses that world
 model instead, and with a judge it adds the rubric scores.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,58 +21,65 @@ from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
 if TYPE_CHECKING:
     from rich.console import Console
 
-DEMO_SCENARIOS: tuple[str, ...] = (
-    "files-heredoc",
-    "pipes-chains",
-    "python-script",
-    "python-traceback",
-    "git-init-commit",
-    "nav-cd-subdirs",
-    "interactive-sleep-interrupt",
-)
-"""Built-in scenarios the demo records fresh; the retrieval index is built without them."""
-
+    from agentworld.domains.base import DomainPlugin
 
 class DemoConfig(ModelEndpoint, JudgeEndpoint):
-    """Offline demo: record real terminal sessions in the sandbox, simulate them, score them, write the
-    report (one run folder per world model)."""
+    """Offline demo: record held-out scenarios of every real domain (terminal, MCP, web, SWE, search),
+    simulate them, score them by the rule tier with one row per domain, write the report (one run folder
+    per world model)."""
 
     out: Path = Field(Path("agentworld-demo"), description="Folder for the recordings, the runs and the "
                       "report (resumed when it exists).")
     model: str = Field("retrieval", description="World model: the served model name with --model-base-url; "
                        "without it a backend name (default: the offline retrieval baseline, built from the "
-                       "shipped corpus without the demo scenarios).")
+                       "shipped corpora without the demo's recordings).")
     seed: int = Field(0, description="Seed of the sandbox hostnames and any sampling.")
-    scenarios: tuple[str, ...] = Field(DEMO_SCENARIOS, description="Built-in scenarios to record and "
-                                       "simulate.")
+    domains: list[str] = Field(default_factory=list, description="Real domain to record and simulate "
+                               "(repeat the option or separate by commas; default: every domain with a real "
+                               "environment).")
 
 
-def record_demo_data(config: DemoConfig, data_file: Path, console: Console) -> None:
-    """Record the demo scenarios into ``data_file`` (resumes: finished scenarios are kept)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def demo_domains(config: DemoConfig) -> list[DomainPlugin]:
+    """The real domains the demo covers: those whose package ships a recorder and held-out scenarios."""
+    from agentworld.domains.base import plugins
+    from agentworld.errors import AgentWorldError
 
-    from agentworld.domains.terminal.record import builtin_scenarios_dir, load_scenarios, record_to_jsonl
-    from agentworld.envs.sandbox import missing_tools
+    real = {name: p for name, p in plugins().items() if p.recorder and p.data_file(p.heldout_scenarios)}
+    wanted = [d for item in config.domains for d in item.split(",") if d.strip()] or list(real)
+    unknown = [d for d in wanted if d not in real]
+    if unknown:
+        raise AgentWorldError(f"--domains: no real environment for {', '.join(unknown)}; "
+                              f"real domains: {', '.join(real) or 'none'}")
+    return [real[d.strip()] for d in wanted]
 
-    missing = missing_tools() + ([] if shutil.which("tmux") else ["tmux"])
-    if missing:
-        from agentworld.errors import AgentWorldError
 
-        raise AgentWorldError(f"the terminal sandbox needs {', '.join(missing)}; run ./install.sh "
-                              "or install them with your package manager")
-    wanted = set(config.scenarios)
-    scenarios = [s for s in load_scenarios(builtin_scenarios_dir()) if s.name in wanted]
-    with Progress(TextColumn("recording {task.description}"), BarColumn(), TextColumn("{task.completed}/"
-                  "{task.total}"), TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("real terminal sessions", total=len(scenarios))
-        summary = record_to_jsonl(
-            scenarios, data_file, seed=config.seed, resume=True,
-            on_start=lambda s: bar.update(task, description=s.name),
-            on_done=lambda s, t, err: bar.advance(task))
-    if summary.failed:
-        console.print(f"[yellow]scenarios that failed to record: {', '.join(summary.failed)}[/]")
-    console.print(f"recorded {summary.recorded} scenario(s) ({summary.skipped} already there) "
-                  f"into {data_file}")
+def record_domain(plugin: DomainPlugin, data_file: Path, seed: int, console: Console) -> bool:
+    """Record ``plugin``'s held-out scenarios into ``data_file`` (resumes); False when it could not."""
+    from agentworld.domains.base import resolve
+    from agentworld.errors import AgentWorldError
+
+    command = resolve(plugin.recorder or "")
+    fields = command.options.model_fields
+    options: dict[str, object] = {"scenarios": plugin.data_file(plugin.heldout_scenarios), "out": data_file,
+                                  "resume": True}
+    if "seed" in fields:
+        options["seed"] = seed
+    try:
+        with console.status(f"recording {plugin.display}: real environment"):
+            command.run(command.options(**{k: v for k, v in options.items() if k in fields}))
+    except AgentWorldError as exc:
+        console.print(f"[yellow]{plugin.display}: not recorded: {exc}[/]")
+        return False
+    rows = sum(1 for line in data_file.open("rb") if line.strip()) if data_file.is_file() else 0
+    console.print(f"{plugin.display}: {rows} real turn(s) in {data_file}")
+    return rows > 0
+
+
+def trajectory_ids(files: list[Path]) -> set[str]:
+    """The trajectories the demo recorded (a row id is ``<trajectory>-t<turn>``)."""
+    from agentworld.io import read_journal
+
+    return {str(row.get("id", "")).rpartition("-t")[0] for file in files for row in read_journal(file)}
 
 
 def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
@@ -88,25 +96,32 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
 
     console = console or Console()
     out = Path(config.out)
-    data_file = out / "data" / "terminal_test.jsonl"
-    console.rule("1. record real terminal sessions in the sandbox")
-    record_demo_data(config, data_file, console)
+    domains = demo_domains(config)
+    console.rule(f"1. record held-out scenarios of {len(domains)} real domain(s)")
+    data_files = [out / "data" / f"{p.name}_test.jsonl" for p in domains]
+    recorded = [f for p, f in zip(domains, data_files, strict=True)
+                if record_domain(p, f, config.seed, console)]
+    if not recorded:
+        from agentworld.errors import AgentWorldError
+
+        raise AgentWorldError("no domain could be recorded; run ./install.sh for the sandbox, the browser "
+                              "and the MCP servers")
 
     model: ChatBackend | None = None
     if config.model_base_url is None and config.model == "retrieval":
-        held_out = set(config.scenarios)
+        held_out = trajectory_ids(recorded)
         index = RetrievalIndex(config.model_corpus or default_corpus(),
                                exclude=lambda row: row.id.rpartition("-t")[0] in held_out)
         model = RetrievalBackend(index)
         console.print(f"world model: retrieval baseline over {len(index)} recorded transitions "
-                      f"(demo scenarios held out)")
+                      f"(the demo's trajectories held out)")
     elif config.model_base_url is None:
         model = build_backend(config.model, corpus=config.model_corpus)
     console.rule("2. simulate them with the world model, 3. score")
     judge_tag = f"+{config.judge_model}" if config.judge_base_url else ""
     run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")
     run_config = EvalConfig(
-        data=[data_file], out=run_dir, model=config.model, model_base_url=config.model_base_url,
+        data=recorded, out=run_dir, model=config.model, model_base_url=config.model_base_url,
         model_api_key=config.model_api_key, judge_base_url=config.judge_base_url,
         judge_model=config.judge_model, judge_api_key=config.judge_api_key,
         no_judge=config.judge_base_url is None, temperature=0.0 if model is not None else 0.6,

@@ -36,5 +36,5 @@ def _train(options: TrainDemoOptions) -> None:
     run_train_demo(TrainDemoConfig(out=str(options.out), steps=options.steps, seed=options.seed))
 
 
-config_command(app, DemoConfig, _demo, name=None, exclude=("scenarios",))
+config_command(app, DemoConfig, _demo, name=None)
 config_command(app, TrainDemoOptions, _train, name="train")

@@ -12,4 +12,6 @@ PLUGIN = DomainPlugin(
     display="Notes",
     rules="example_domain.rules:RULES",
     retrieval_keys="example_domain.keys:KEYS",
+    environment="example_domain.env:open_environment",
+    recorder="example_domain.record:COMMAND",
 )

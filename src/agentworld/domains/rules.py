@@ -128,21 +128,7 @@ GENERIC = DomainRules(lines_of, generic_tiers, shape_structure)
 """The rules of a domain whose plugin names none: lines, seen-before tiers, line shapes."""
 
 
-# -- result lists and GUI trees (shared by the search and the GUI domains) -------------------------
-
-_URL = re.compile(r"https?://\S+")
-_ITEM = re.compile(r"^\s*(?:\d+[.)]|\[\d+\]|#+ |[-*] |Title:)", re.I)
-
-
-def search_structure(pred: str, truth: str, session: Session) -> tuple[float, dict[str, float]]:
-    """Result-list shape: number of URLs and of numbered/titled items, then line shapes."""
-    checks = {"urls": ratio(len(_URL.findall(pred)), len(_URL.findall(truth))),
-              "items": ratio(sum(bool(_ITEM.match(x)) for x in pred.splitlines()),
-                             sum(bool(_ITEM.match(x)) for x in truth.splitlines()))}
-    shape, _ = shape_structure(pred, truth, session)
-    checks["shapes"] = shape / 100
-    return 100 * sum(checks.values()) / len(checks), checks
-
+# -- GUI trees (shared by the GUI domains) ---------------------------------------------------------
 
 def _role(line: str) -> str:
     depth = (len(line) - len(line.lstrip())) // 2
@@ -159,8 +145,6 @@ def tree_structure(pred: str, truth: str, _: Session) -> tuple[float, dict[str, 
     return 100 * (0.7 * checks["roles"] + 0.3 * checks["node_count"]), checks
 
 
-SEARCH_RULES = DomainRules(lines_of, generic_tiers, search_structure)
-"""Lines, generic tiers and result-list structure (URLs, numbered or titled items)."""
 TREE_RULES = DomainRules(lines_of, generic_tiers, tree_structure)
 """Lines, generic tiers and accessibility-tree structure (the GUI domains)."""
 

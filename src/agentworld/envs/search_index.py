@@ -4,14 +4,13 @@ Why: a search world model has to be scored against real search results, and real
 network. A real document collection indexed locally (the Python documentation from the Debian
 package ``python3-doc``) gives real rankings, titles, URLs, snippets and page texts, reproducibly
 and offline. Each HTML file gets a stable URL (``base_url`` + its path relative to the folder); pages
-are reduced to Markdown-like text with the standard library's :mod:`html.parser`.
+are reduced to Markdown-like text (lxml parses them).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -24,93 +23,114 @@ MAX_PAGE_BYTES = 4_000_000
 """Bigger files are skipped: a hostile folder must not exhaust memory."""
 
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
+_SPACE = re.compile(r"\s+")
 _SKIP_TAGS = {"script", "style", "head", "nav", "footer", "noscript", "template", "svg"}
 _SKIP_CLASSES = {"sphinxsidebar", "related", "footer", "headerlink", "navigation", "mobile-nav"}
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
-         "wbr"}
 _BLOCK = {"p", "div", "section", "article", "table", "ul", "ol", "dl", "blockquote", "h1", "h2", "h3", "h4",
           "h5", "h6", "pre", "hr", "main", "body"}
 _LINE = {"li", "tr", "dt", "dd", "br"}
 
 
 class SearchIndexError(AgentWorldError):
-    """The document folder is missing or holds no readable HTML pages."""
+    """The document folder is missing or holds no readable HTML pages, or the search extra is missing."""
 
 
-class _TextParser(HTMLParser):
+def _need(module: str) -> None:
+    """Import ``module`` or say which extra brings it (a clear error instead of a traceback)."""
+    try:
+        __import__(module)
+    except ImportError:
+        raise SearchIndexError(f"the search index needs {module}: pip install 'agentworld[search]'") from None
+
+
+class _Text:
     """HTML → Markdown-like text: headings as ``#``, list items as ``- ``, cells joined by `` | ``."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.title_parts: list[str] = []
-        self.stack: list[tuple[str, bool]] = []
-        self.pre = 0
+        self.pre = self.item = self.cell = 0
 
-    @property
-    def skipping(self) -> bool:
-        return bool(self.stack) and self.stack[-1][1]
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        classes = set((dict(attrs).get("class") or "").split())
-        skip = self.skipping or tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
-        if tag == "title":
-            skip = False
-        if tag not in _VOID:
-            self.stack.append((tag, skip))
-        if skip:
+    def data(self, data: str | None) -> None:
+        if not data:
             return
-        if tag in _BLOCK:
-            self.parts.append("\n\n")
+        if not self.pre:
+            data = _SPACE.sub(" ", data)
+            if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
+                data = data.lstrip()
+        if data:
+            self.parts.append(data)
+
+    def element(self, el: Any) -> None:
+        tag = el.tag
+        if isinstance(tag, str) and tag not in _SKIP_TAGS:
+            cls = el.get("class")
+            if not cls or not _SKIP_CLASSES.intersection(cls.split()):
+                self.open(tag)
+                self.data(el.text)
+                for child in el:
+                    self.element(child)
+                self.close(tag)
+        self.data(el.tail)
+
+    def open(self, tag: str) -> None:
+        if tag in _BLOCK and self.cell:
+            pass  # a table row stays on one line
+        elif tag in _BLOCK and self.parts and self.parts[-1] in ("- ", "| "):
+            pass  # a paragraph that opens a list item stays on the marker's line
+        elif tag in _BLOCK:
+            self.parts.append("\n" if self.item else "\n\n")  # in a list item: a continuation line
         elif tag in _LINE:
             self.parts.append("\n")
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self.parts.append("#" * int(tag[1]) + " ")
         elif tag == "li":
             self.parts.append("- ")
+            self.item += 1
         elif tag in ("td", "th"):
             self.parts.append("| ")
+            self.cell += 1
         elif tag == "pre":
             self.pre += 1
 
-    def handle_endtag(self, tag: str) -> None:
-        if not any(t == tag for t, _ in self.stack):
-            return
-        while self.stack:
-            name, skip = self.stack.pop()
-            if not skip and name == "pre":
-                self.pre -= 1
-            if skip:
-                pass
-            elif name in _BLOCK:
-                self.parts.append("\n\n")
-            elif name in ("td", "th"):
+    def close(self, tag: str) -> None:
+        if tag == "pre":
+            self.pre -= 1
+        elif tag == "li":
+            self.item -= 1
+        elif tag in ("td", "th"):
+            self.cell -= 1
+        if tag in _BLOCK and not self.item and not self.cell:
+            self.parts.append("\n\n")
+        elif (tag in _BLOCK and self.cell) or tag in ("td", "th"):
+            if self.parts and not self.parts[-1].endswith(" "):
                 self.parts.append(" ")
-            elif name == "tr":
-                self.parts.append("|")
-            if name == tag:
-                break
-
-    def handle_data(self, data: str) -> None:
-        if self.stack and self.stack[-1][0] == "title":
-            self.title_parts.append(data)
-        elif not self.skipping:
-            if not self.pre:
-                data = re.sub(r"\s+", " ", data)
-                if not self.parts or self.parts[-1].endswith(("\n", "- ", "| ")):
-                    data = data.lstrip()
-            if data:
-                self.parts.append(data)
+        elif tag == "tr":
+            self.parts.append("|")
 
 
-def html_to_text(html: str) -> tuple[str, str]:
-    """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars."""
-    parser = _TextParser()
-    parser.feed(html)
-    parser.close()
-    lines = [line.rstrip() for line in "".join(parser.parts).splitlines()]
+def html_to_text(html: str | bytes) -> tuple[str, str]:
+    """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars.
+
+    lxml's C parser builds the tree (the pure-Python :mod:`html.parser` took over a minute for the
+    Python documentation); a page that does not parse counts as empty.
+    """
+    import lxml.etree
+
+    raw = html.encode("utf-8") if isinstance(html, str) else html
+    try:
+        root = lxml.etree.fromstring(raw, lxml.etree.HTMLParser(encoding="utf-8"))
+    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
+        return "", ""
+    if root is None:
+        return "", ""
+    title_el = root.find(".//title")
+    title = " ".join("".join(title_el.itertext()).split()) if title_el is not None else ""
+    body = root.find("body")
+    walker = _Text()
+    if body is not None:
+        walker.element(body)
+    lines = [line.rstrip() for line in "".join(walker.parts).splitlines()]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(line if line.strip() else "" for line in lines)).strip()
-    title = " ".join("".join(parser.title_parts).split())
     return title, text
 
 
@@ -138,6 +158,7 @@ def default_docs_dir() -> Path | None:
 
 def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[Document]:
     """Every ``*.html`` page under ``folder`` (sorted by path, so URLs and ranks are reproducible)."""
+    _need("lxml")
     root = Path(folder)
     if not root.is_dir():
         raise SearchIndexError(f"{root}: no such document folder")
@@ -149,7 +170,7 @@ def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[
             continue
         if file.stat().st_size > MAX_PAGE_BYTES:
             continue
-        title, text = html_to_text(file.read_text(encoding="utf-8", errors="replace"))
+        title, text = html_to_text(file.read_bytes())
         if text:
             docs.append(Document(url=base + rel.as_posix(), title=title or rel.stem, text=text))
     if not docs:
@@ -161,6 +182,7 @@ class SearchIndex:
     """BM25 (``bm25s``) over page titles and texts; titles count twice, as engines weight them up."""
 
     def __init__(self, documents: list[Document]) -> None:
+        _need("bm25s")
         import bm25s
 
         self.documents = list(documents)
@@ -207,3 +229,47 @@ def snippet(text: str, query: str, width: int = 200) -> str:
     cut = best[start:start + width]
     cut = cut[:cut.rfind(" ")] if " " in cut else cut
     return ("..." if start else "") + cut + " ..."
+
+
+_STOP = frozenset(["the", "and", "for", "with", "how", "what", "which", "when", "where", "does", "from",
+                   "into", "that", "this", "are", "can", "use", "using", "find", "get", "about", "its"])
+
+
+def relevant_sections(text: str, goal: str, budget: int = 3000) -> list[str]:
+    """The sections of a page (split at its headings) that best answer ``goal``, in page order.
+
+    Why: a reader given a goal returns the evidence, not the whole page (the official search prompt's
+    extractor "with a goal"). Sections are ranked by how many distinct goal words they hold (then by
+    how often), and kept, in page order, until ``budget`` characters are used; one section longer than
+    the budget is cut at a line end. Empty when no section holds a goal word.
+    """
+    wanted = {w for w in tokens(goal) if w not in _STOP and len(w) > 2}
+    sections: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("#") or not sections:
+            sections.append(line)
+        else:
+            sections[-1] += "\n" + line
+    scored = []
+    for i, section in enumerate(sections):
+        words = tokens(section)
+        hits = wanted & set(words)
+        if hits:
+            scored.append((-len(hits), -sum(w in wanted for w in words) / (1 + len(words)) ** 0.5, i))
+    chosen: list[int] = []
+    used = 0
+    for *_, i in sorted(scored):
+        size = len(sections[i].strip())
+        if used + size > budget and chosen:
+            continue
+        chosen.append(i)
+        used += size
+        if used >= budget:
+            break
+    out = []
+    for i in sorted(chosen):
+        body = sections[i].strip()
+        if len(body) > budget:
+            body = body[:budget].rsplit("\n", 1)[0] + "\n[...]"
+        out.append(body)
+    return out

@@ -121,11 +121,13 @@ class RetrievalIndex:
         self.label = label or describe_corpus(items)
         seen: dict[tuple[str, str, str, str], int] = {}
         self.transitions: list[Transition] = []
+        system_domains: dict[str, set[str]] = {}
         counts: list[Counter[str]] = []
         for row in corpus_rows(items):
             if exclude is not None and exclude(row):
                 continue
             dom, keys = row.domain, retrieval_keys(row.domain)
+            system_domains.setdefault(row.system_str, set()).add(dom)
             for j, (act, obs) in enumerate(zip(row.prompt, row.response, strict=False)):
                 key = keys.key(act)
                 ctx = keys.context(row.prompt[j - 1] if j else None, row.response[j - 1] if j else None,
@@ -150,6 +152,17 @@ class RetrievalIndex:
             for f in vec:
                 self._postings.setdefault(f, []).append(i)
         self._domains = Counter(t.domain for t in self.transitions)
+        self._system_domains = {text: doms.pop() for text, doms in system_domains.items()
+                                if text and len(doms) == 1}
+
+    def domain_of(self, request: ChatRequest) -> str | None:
+        """The domain of a request whose system prompt is that of corpus rows of exactly one domain.
+
+        Why: a request carries no domain, and its action alone cannot tell tool-call domains apart
+        (a search call reads like an MCP call); the system prompt a recorded domain's rows share can.
+        """
+        system = next((m.content for m in request.messages if m.role == "system"), None)
+        return self._system_domains.get(system) if system else None
 
     def __len__(self) -> int:
         return len(self.transitions)
@@ -284,7 +297,7 @@ class RetrievalBackend:
         self.index.check_domains(domains)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
-        query = parse_query(request)
+        query = parse_query(request, self.index.domain_of(request))
         best = self.index.search(query, k=1)[0]
         t = best.transition
         observation = retrieval_keys(t.domain).adapt(t.observation, query.action, query.first_action,

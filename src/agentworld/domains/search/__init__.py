@@ -1,10 +1,20 @@
-"""The search domain: ``web_search``, ``web_extractor`` and ``dict_memory`` over a local index."""
+"""The search domain: a real local search engine (BM25 over python3-doc) and its three official tools.
+
+Light on purpose: only the plugin record is defined here; the index, the tools, the recorder and the
+rules are named by reference and imported when used.
+"""
 
 from agentworld.domains.base import DomainPlugin
 
 PLUGIN = DomainPlugin(
     name="search",
     display="Search",
-    rules="agentworld.domains.rules:SEARCH_RULES",
+    rules="agentworld.domains.search.rules:RULES",
+    retrieval_keys="agentworld.domains.search.keys:KEYS",
+    environment="agentworld.domains.search.env:open_environment",
+    routing="agentworld.domains.search.routing:decide",
     recorder="agentworld.domains.search.record:COMMAND",
+    corpus="corpus.jsonl",
+    heldout_scenarios="scenarios/heldout.jsonl",
+    actions="agentworld.domains.search.actions:ACTIONS",
 )

@@ -15,6 +15,7 @@ PLUGIN = DomainPlugin(
     retrieval_keys="agentworld.domains.terminal.retrieval:KEYS",
     recorder="agentworld.domains.terminal.record_cli:COMMAND",
     corpus="corpus.jsonl",
+    heldout_scenarios="heldout.json",
     environment="agentworld.domains.terminal.env:open_environment",
     routing="agentworld.domains.terminal.routing:decide",
     actions="agentworld.domains.terminal.actions:ACTIONS",

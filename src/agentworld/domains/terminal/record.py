@@ -110,6 +110,9 @@ def _parse_scenario(item: Any, *, path: str, index: int) -> Scenario:
 def load_scenarios(path: str | Path) -> list[Scenario]:
     """Read a scenario file, or every ``*.json`` of a folder (sorted); names must be unique.
 
+    An item that is a string names a built-in scenario (how the held-out list of the demo,
+    ``heldout.json``, refers to scenarios without copying them).
+
     Raises:
         DataError: naming the file, the scenario index and the bad field.
     """
@@ -132,13 +135,22 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
         if not isinstance(data, list):
             raise DataError("expected a JSON list of scenarios", path=str(file))
         for index, item in enumerate(data):
-            scenario = _parse_scenario(item, path=str(file), index=index)
+            scenario = (_builtin_named(item, path=str(file), index=index) if isinstance(item, str)
+                        else _parse_scenario(item, path=str(file), index=index))
             if scenario.name in seen:
                 raise DataError(f"scenario {index}: duplicate name (first in {seen[scenario.name]})",
                                 path=str(file), sample_id=scenario.name, field="name")
             seen[scenario.name] = str(file)
             out.append(scenario)
     return out
+
+
+def _builtin_named(name: str, path: str, index: int) -> Scenario:
+    builtin = {s.name: s for s in load_scenarios(builtin_scenarios_dir())}
+    if name not in builtin:
+        raise DataError(f"scenario {index}: no built-in scenario named {name!r}", path=path, sample_id=name,
+                        field="name")
+    return builtin[name]
 
 
 def format_action(actions: Sequence[Action], initial_screen: str | None = None) -> str:
