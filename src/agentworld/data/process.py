@@ -36,6 +36,7 @@ Sample = TypeVar("Sample", TrainSample, PlainSample)
 AnyTrajectory = Trajectory | PlainTrajectory
 AnySample = TrainSample | PlainSample
 
+
 class StepCounter:
     """Mutable tally of one step, filled while its iterator is consumed; :meth:`stats` freezes it."""
 

@@ -156,6 +156,7 @@ def normalise_action(text: str) -> str:
 
 # -- error patterns ------------------------------------------------------------------------------
 
+
 def error_patterns(domain: str) -> tuple[str, ...]:
     """The regular expressions (compiled with ``re.M``) marking an observation of ``domain`` as an error:
     the common ones and its plugin's ``error_patterns`` (the common ones alone for an unknown domain)."""
