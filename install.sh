@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
-# (bubblewrap, tmux) and the Python documentation the search environment indexes (python3-doc), then a
+# (bubblewrap, tmux), the Python documentation the search environment indexes (python3-doc), git and pytest
+# for the SWE workspace (python3-pytest), then a
 # virtual environment in .venv with agentworld and its dev tools.
 # `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
 # `--ray` adds Ray Data for the multi-machine data pipeline.
@@ -10,12 +11,15 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -d /usr/share/doc/python3/html ] || need+=(python3-doc)
+command -v git >/dev/null 2>&1 || need+=(git)
+# The SWE workspace runs the repositories' tests with the OS's python3 inside the sandbox.
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need+=(python3-pytest)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox and search index)" >&2
+    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox, search index and SWE workspace)" >&2
   fi
 fi
 PY=${PYTHON:-python3}
