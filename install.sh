@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
 # (bubblewrap, tmux), the Python documentation the search environment indexes (python3-doc), git and pytest
-# for the SWE workspace (python3-pytest), then a
-# virtual environment in .venv with agentworld and its dev tools.
+# for the SWE workspace (python3-pytest) and node/npm for the recorded MCP servers, then a virtual
+# environment in .venv with agentworld and its dev tools, and the npm MCP servers (filesystem, memory) in
+# ~/.cache/agentworld/mcp-servers ($AGENTWORLD_MCP_SERVERS).
 # `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
 # `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
@@ -14,6 +15,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v git >/dev/null 2>&1 || need+=(git)
 # The SWE workspace runs the repositories' tests with the OS's python3 inside the sandbox.
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need+=(python3-pytest)
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -36,4 +38,9 @@ for flag in "$@"; do
   esac
 done
 .venv/bin/python -m pip install -q -e ".[$extras]"
+# The npm MCP servers `agentworld record mcp --scenarios` records (pinned in agentworld.domains.mcp.servers).
+if command -v npm >/dev/null 2>&1; then
+  .venv/bin/python -c "from agentworld.domains.mcp.servers import PRESETS; import sys; sys.exit(any(p.missing() for p in PRESETS.values()))" \
+    || .venv/bin/python -m agentworld.domains.mcp.servers
+fi
 echo "agentworld installed in .venv ($(.venv/bin/agentworld --version 2>/dev/null || echo 'cli not found'))"

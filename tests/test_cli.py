@@ -151,8 +151,6 @@ def test_every_command_follows_the_house_style() -> None:
     ["eval", "run", "--data", "x", "--out", "run", "--model", "retrieval", "--concurrency", "0"],
     ["nope"],
     ["eval", "run", "--bogus"],
-    ["serve", "mcp", "--tools", str(Path(__file__).parents[1] / "examples" / "tools" / "airline_tools.json"),
-     "--model", "retrieval"],  # the shipped corpus has no MCP transitions: refused before serving
 ])
 def test_user_errors_are_one_red_line_and_exit_2(args: list[str], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,7 @@ def branches() -> Counter[str]:
     return +found
 
 
-KNOWN_NAMES = {"envs/mcp_proxy.py": 1, "serve/serve_cli.py": 1}
+KNOWN_NAMES = {"serve/serve_cli.py": 1}
 """Domain names as string constants outside ``domains/`` (defaults, table keys, registrations), per file.
 
 Stricter than :data:`KNOWN`: any ``"terminal"`` in code counts, not only comparisons. ``schema.py``
@@ -45,8 +45,7 @@ scorer's default) and is exempt. A default names its domain once, in ``agentworl
 (``error_patterns``, ``gui``). What is left, and why:
 
 - ``serve/serve_cli.py``: ``agentworld serve mcp`` is named after the protocol it serves, not the domain
-  (the domain it simulates is ``TOOLS_DOMAIN``);
-- ``envs/mcp_proxy.py``: being moved by the MCP work.
+  (the domain it simulates is ``TOOLS_DOMAIN``).
 """
 
 
@@ -93,7 +92,7 @@ LAYERS: dict[str, int] = {
 a layer with) ← ``envs`` ← ``domains`` ← ``models`` ← ``sim`` ← ``serve``/``eval``/``data``/``train`` (and
 the commands). A module may import its own layer and those below, never one above."""
 
-KNOWN_UPWARD = {"envs/mcp_proxy.py": 2}
+KNOWN_UPWARD: dict[str, int] = {}
 """Imports of a higher layer left today (file → number of such import statements): may only shrink."""
 
 

@@ -15,6 +15,7 @@ from agentworld.data.ingest import IngestReport, detect_format, ingest, records,
 from agentworld.data.pipeline import PipelineConfig, write_jsonl_stream
 from agentworld.data.process import expand, samples_to_bench_rows
 from agentworld.data.scale import plan_shards
+from agentworld.domains.mcp.rows import ROWS
 from agentworld.envs.mcp_proxy import SessionRecorder
 from agentworld.errors import DataError
 from agentworld.io import dumps
@@ -182,7 +183,7 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
 def test_incremental_recording_sessions_join_even_interleaved(tmp_path: Path) -> None:
     """``record mcp`` appends a row per answered call (row k holds turns 1…k), so concurrent sessions
     interleave; each session still reads back as one trajectory, and such a file is never sharded."""
-    sessions = {"a": SessionRecorder(name="a"), "b": SessionRecorder(name="b")}
+    sessions = {"a": SessionRecorder(ROWS, name="a"), "b": SessionRecorder(ROWS, name="b")}
     written: list[dict[str, Any]] = []
     for i, name in enumerate("ababa"):
         rec = sessions[name]

@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from agentworld.data.ingest import ingest
+from agentworld.domains.mcp.rows import ROWS
 from agentworld.envs.mcp_proxy import SessionRecorder, observation_of, rpc_messages
 from agentworld.envs.mcp_proxy_http import SseParser
 from agentworld.io import read_journal
@@ -224,7 +225,7 @@ def test_sse_parser_and_observations() -> None:
 
 
 def test_recorder_matches_ids_and_skips_unanswered() -> None:
-    rec = SessionRecorder(name="x")
+    rec = SessionRecorder(ROWS, name="x")
     rec.from_client({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "a"}})
     rec.from_client({"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": {"name": "b"}})
     rec.from_server({"jsonrpc": "2.0", "id": "1", "result": {"content": [{"type": "text", "text": "B"}]}})
@@ -232,4 +233,4 @@ def test_recorder_matches_ids_and_skips_unanswered() -> None:
     assert traj is not None and traj.id.startswith("x-")
     assert [t.observation for t in traj.turns] == ["**Environment Observation:**\nB"]
     assert traj.meta["unanswered"] == 1 and "# Available tools" not in traj.system_prompt
-    assert SessionRecorder().trajectory() is None
+    assert SessionRecorder(ROWS).trajectory() is None

@@ -216,9 +216,11 @@ def test_a_domain_the_corpus_lacks_is_refused_per_request_and_up_front() -> None
     backend.check_domains(["terminal"])  # type: ignore[attr-defined]
     with pytest.raises(DomainNotCoveredError, match=r"no mcp, search transitions.*of those domains"):
         backend.check_domains(["terminal", "search", "mcp"])  # type: ignore[attr-defined]
+    default = create_backend("retrieval")
+    default.check_domains(["terminal", "mcp", "search", "swe"])  # type: ignore[attr-defined]
     with pytest.raises(DomainNotCoveredError, match=r"its corpus \(the shipped [a-z, ]*terminal[a-z, ]* "
-                       r"corp(us|ora)\) holds [\w, ]*\d+ terminal transitions"):
-        create_backend("retrieval").check_domains(["mcp"])  # type: ignore[attr-defined]
+                       r"corpora\) holds [\w, ]*\d+ terminal transitions"):
+        default.check_domains(["android"])  # type: ignore[attr-defined]
 
 
 def test_unified_corpus_gives_the_same_transitions_as_bench_rows(tmp_path: Path) -> None:
@@ -306,15 +308,28 @@ def test_real_tau_bench_calls_held_out(tmp_path: Path) -> None:
     assert exact == 28 and baseline == 15  # 66.7% vs 35.7% for the same tool's most frequent output
 
 
-def test_eval_cli_refuses_mcp_data_the_default_corpus_cannot_answer(tmp_path: Path) -> None:
-    data = tmp_path / "mcp_test.jsonl"
-    write_bench_jsonl(data, AIRLINE[2].samples())
+def test_eval_cli_refuses_data_the_default_corpus_cannot_answer(tmp_path: Path) -> None:
+    data = tmp_path / "android_test.jsonl"
+    write_bench_jsonl(data, [s.model_copy(update={"task": "android"}) for s in AIRLINE[2].samples()])
     result = CliRunner().invoke(app, ["eval", "run", "--model", "retrieval", "--data", str(data),
                                       "--out", str(tmp_path / "run"), "--no-judge", "--no-progress"])
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: the retrieval world model has no mcp transitions")
+    assert len(lines) == 1
+    assert lines[0].startswith("error: the retrieval world model has no android transitions")
     assert "--model-corpus PATH" in lines[0] and not (tmp_path / "run").exists()
+
+
+def test_eval_cli_answers_mcp_data_from_the_shipped_mcp_corpus(tmp_path: Path) -> None:
+    """The offline model covers MCP out of the box (it refused MCP rows before the MCP corpus shipped)."""
+    data = tmp_path / "mcp_test.jsonl"
+    write_bench_jsonl(data, AIRLINE[2].samples())
+    result = CliRunner().invoke(app, ["eval", "run", "--model", "retrieval", "--data", str(data),
+                                      "--out", str(tmp_path / "run"), "--no-judge", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    preds = list(read_journal(tmp_path / "run" / "predictions.jsonl"))
+    assert len(preds) == len(AIRLINE[2].samples()) and all(p["source"] == "retrieval" and not p["error"]
+                                                            for p in preds)
 
 
 def test_eval_on_mcp_data_with_an_mcp_corpus_runs_to_completion(tmp_path: Path) -> None:

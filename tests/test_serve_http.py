@@ -286,13 +286,13 @@ def test_argument_size_is_capped_before_the_model(mock_url: str) -> None:
 
 
 def test_retrieval_without_the_domain_refuses_the_session_up_front(tmp_path: Path) -> None:
-    """`serve http --model retrieval` (terminal corpus): an MCP session is a 422 naming the fix, not a
-    502 at the first step; a terminal session works."""
+    """`serve http --model retrieval` (shipped terminal and MCP corpora): an android session is a 422
+    naming the fix, not a 502 at the first step; a terminal session works."""
     config = HttpServeConfig(model="retrieval")
     with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as client:
-        refused = client.post("/v1/sessions", json={"spec": {"domain": "mcp", "tools": []}})
+        refused = client.post("/v1/sessions", json={"spec": {"domain": "android"}})
         assert refused.status_code == 422
         detail = refused.json()["detail"]
-        assert "no mcp transitions" in detail and "--model-corpus" in detail
+        assert "no android transitions" in detail and "--model-corpus" in detail
         created = client.post("/v1/sessions", json={"spec": {"domain": "terminal"}})
         assert created.status_code == 200, created.text

@@ -7,6 +7,10 @@ from *copies* (stdio: :mod:`agentworld.envs.mcp_proxy_stdio`; HTTP:
 ``mcp`` trajectory (a turn per ``tools/call``, texts in the simulator's form), and each answered
 call is appended as it happens as an AgentWorldBench row with a ``meta`` (see
 :meth:`SessionRecorder.new_rows`), which the ``recording`` ingest format joins back.
+
+The proxy knows the protocol, not the domain: how a call reads as an action and which system prompt a
+row carries come from a :class:`RowLayout` the caller passes (the MCP domain's is
+``agentworld.domains.mcp.record.ROWS``), so ``envs/`` imports nothing from ``domains/``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +28,9 @@ from typing import Any
 
 import orjson
 
-from agentworld.domains import DOMAINS
-from agentworld.domains.actions import format_tool_action
 from agentworld.io import JsonlJournal
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
 
-DOMAIN = "mcp"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 
 
@@ -42,7 +44,19 @@ def rpc_messages(raw: bytes | bytearray | str) -> list[dict[str, Any]]:
     return [m for m in items if isinstance(m, dict)]
 
 
-format_action = format_tool_action
+@dataclass(frozen=True)
+class RowLayout:
+    """What a recorded session's rows say beyond the traffic: supplied by the domain that records.
+
+    Attributes:
+        task: the rows' ``task`` (their domain).
+        action: the action text of a tool call, from its name and arguments.
+        system_prompt: the rows' system prompt, from the server's tool list (``None``: never listed).
+    """
+
+    task: str
+    action: Callable[[str, Any], str]
+    system_prompt: Callable[[list[Any] | None], str]
 
 
 def _block_text(block: Any) -> str:
@@ -67,15 +81,21 @@ def result_text(result: Any) -> str:
     return json.dumps(structured, ensure_ascii=False) if structured is not None else ""
 
 
-def observation_of(response: dict[str, Any]) -> tuple[str, bool]:
-    """Observation text and error flag of a ``tools/call`` response (a result or a JSON-RPC error)."""
+def response_text(response: dict[str, Any]) -> tuple[str, bool]:
+    """Text and error flag of a ``tools/call`` response (a result or a JSON-RPC error), no marker."""
     if "error" in response:
         error = response["error"]
         message = error.get("message", "") if isinstance(error, dict) else str(error)
-        return f"{OBSERVATION_MARKER}\nError: {message}", True
+        return f"Error: {message}", True
     result = response.get("result")
     is_error = bool(result.get("isError")) if isinstance(result, dict) else False
-    return f"{OBSERVATION_MARKER}\n{result_text(result)}", is_error
+    return result_text(result), is_error
+
+
+def observation_of(response: dict[str, Any]) -> tuple[str, bool]:
+    """Observation text (with its marker, as rows hold it) and error flag of a ``tools/call`` response."""
+    text, is_error = response_text(response)
+    return f"{OBSERVATION_MARKER}\n{text}", is_error
 
 
 def clock() -> tuple[str, float]:
@@ -94,12 +114,13 @@ class _Call:
 class SessionRecorder:
     """One client session: server identity, tool list, and each tool call with its answer.
 
-    Fed parsed copies of both directions' messages (any thread). Turns are kept in the order the
-    answers arrived (for calls in flight together, the order the server finished them), so a turn
-    is final once written; an unanswered call is only counted.
+    Fed parsed copies of both directions' messages (any thread); ``layout`` says how they read as
+    rows. Turns are kept in the order the answers arrived (for calls in flight together, the order
+    the server finished them), so a turn is final once written; an unanswered call is only counted.
     :meth:`new_rows` hands out the rows of the turns answered since it was last called.
     """
 
+    layout: RowLayout
     name: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     started: tuple[str, float] = field(default_factory=clock)
@@ -137,7 +158,7 @@ class SessionRecorder:
             if isinstance(result, dict):
                 self._note_identity(result)
             if method == "tools/call":
-                self.turns.append(_turn(what, message, clock()))
+                self.turns.append(_turn(self.layout, what, message, clock()))
                 return True
             if method == "tools/list" and isinstance(result, dict) and isinstance(result.get("tools"), list):
                 paged = isinstance(what, dict) and what.get("cursor") is not None and self.tools is not None
@@ -172,11 +193,12 @@ class SessionRecorder:
             if self._written == len(self.turns):
                 return []
             tid = self._trajectory_id()
-            system = build_system_prompt(self.tools)
+            system = self.layout.system_prompt(self.tools)
             rows = []
             for k in range(self._written + 1, len(self.turns) + 1):
                 turns = self.turns[:k]
-                rows.append({"task": DOMAIN, "id": f"{tid}-t{k}", "prompt": [t.action for t in turns],
+                rows.append({"task": self.layout.task, "id": f"{tid}-t{k}",
+                             "prompt": [t.action for t in turns],
                              "response": [t.observation for t in turns], "system_str": system,
                              "turn_idx": k, "meta": {**self._meta(turns), "incremental": True}})
             self._written = len(self.turns)
@@ -187,14 +209,15 @@ class SessionRecorder:
         with self._lock:
             if not self.turns:
                 return None
-            return Trajectory(id=self._trajectory_id(), domain=DOMAIN, task=DOMAIN,
-                              system_prompt=build_system_prompt(self.tools), turns=tuple(self.turns),
+            task = self.layout.task
+            return Trajectory(id=self._trajectory_id(), domain=task, task=task,
+                              system_prompt=self.layout.system_prompt(self.tools), turns=tuple(self.turns),
                               meta=self._meta(self.turns))
 
     def _trajectory_id(self) -> str:
         """``<name or server name>-<start time>-<random>``, fixed when first needed."""
         if self.trajectory_id is None:
-            prefix = self.name or str((self.server_info or {}).get("name") or DOMAIN)
+            prefix = self.name or str((self.server_info or {}).get("name") or self.layout.task)
             stamp = datetime.fromisoformat(self.started[0]).strftime("%Y%m%dT%H%M%S")
             self.trajectory_id = f"{prefix}-{stamp}-{uuid.uuid4().hex[:8]}"
         return self.trajectory_id
@@ -214,19 +237,11 @@ def _id_key(message: dict[str, Any]) -> str | None:
     return json.dumps(message["id"])
 
 
-def _turn(call: _Call, response: dict[str, Any], received: tuple[str, float]) -> Turn:
+def _turn(layout: RowLayout, call: _Call, response: dict[str, Any], received: tuple[str, float]) -> Turn:
     observation, is_error = observation_of(response)
     meta = {"tool": call.name, "latency_s": round(received[1] - call.sent[1], 4), "is_error": is_error,
             "sent_at": call.sent[0], "received_at": received[0]}
-    return Turn(action=format_action(call.name, call.arguments), observation=observation, meta=meta)
-
-
-def build_system_prompt(tools: list[Any] | None) -> str:
-    """The mcp domain system prompt plus the server's tool list, as the simulator builds it."""
-    parts = [DOMAINS[DOMAIN].system_prompt.rstrip()]
-    if tools:
-        parts.append("# Available tools\n" + json.dumps({"tools": tools}, indent=2, ensure_ascii=False))
-    return "\n\n".join(parts)
+    return Turn(action=layout.action(call.name, call.arguments), observation=observation, meta=meta)
 
 
 def log(text: str) -> None:

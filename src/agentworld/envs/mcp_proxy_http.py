@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from agentworld.envs.mcp_proxy import SessionRecorder, TrajectorySink, clock, log, rpc_messages
+from agentworld.envs.mcp_proxy import RowLayout, SessionRecorder, TrajectorySink, clock, log, rpc_messages
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -107,8 +107,9 @@ async def _until_disconnect(receive: Receive) -> None:
 class RecordingProxy:
     """The ASGI app: forwards to ``url`` and feeds one :class:`SessionRecorder` per MCP session."""
 
-    def __init__(self, url: str, sink: TrajectorySink, *, name: str | None = None) -> None:
+    def __init__(self, url: str, sink: TrajectorySink, *, layout: RowLayout, name: str | None = None) -> None:
         self.url = url
+        self.layout = layout
         self.sink = sink
         self.name = name
         parts = urlsplit(url)
@@ -127,7 +128,7 @@ class RecordingProxy:
     def recorder(self, session_id: str) -> SessionRecorder:
         if session_id not in self.sessions:
             self.sessions[session_id] = SessionRecorder(
-                name=self.name, meta={"transport": "streamable-http", "server_url": self.url,
+                self.layout, name=self.name, meta={"transport": "streamable-http", "server_url": self.url,
                                       "session_id": session_id or None})
         return self.sessions[session_id]
 
@@ -208,7 +209,8 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": text.encode()})
 
 
-def run_http_proxy(url: str, out: str | Path, *, name: str | None = None, listen_port: int = 0) -> int:
+def run_http_proxy(url: str, out: str | Path, *, layout: RowLayout, name: str | None = None,
+                   listen_port: int = 0) -> int:
     """Serve the recording proxy on 127.0.0.1 until SIGINT/SIGTERM; return the exit code.
 
     The socket is bound first so ``listen_port=0`` works: the printed URL has the chosen port and
@@ -217,7 +219,7 @@ def run_http_proxy(url: str, out: str | Path, *, name: str | None = None, listen
     import uvicorn
 
     sink = TrajectorySink(out)
-    proxy = RecordingProxy(url, sink, name=name)
+    proxy = RecordingProxy(url, sink, layout=layout, name=name)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

@@ -29,7 +29,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from agentworld.envs.mcp_proxy import SessionRecorder, TrajectorySink, log, rpc_messages
+from agentworld.envs.mcp_proxy import RowLayout, SessionRecorder, TrajectorySink, log, rpc_messages
 
 CHUNK = 65536
 DEFAULT_GRACE_S = 2.0
@@ -116,15 +116,17 @@ def _supervise(proc: subprocess.Popen[bytes], grace_s: float, client_gone: threa
     return code
 
 
-def run_stdio_proxy(command: Sequence[str], out: str | Path, *, name: str | None = None,
+def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayout, name: str | None = None,
                     grace_s: float = DEFAULT_GRACE_S) -> int:
     """Run ``command`` as the real server, relay our stdin/stdout to it, record; return its exit code.
 
     Must run in the main thread (signal handlers, and the server's death signal, are tied to it).
     ``grace_s``: how long the server may take to exit after its input closes, and again after SIGTERM.
+    ``layout``: how the recorded calls read as rows (the recording domain's).
     """
     sink = TrajectorySink(out)
-    recorder = SessionRecorder(name=name, meta={"transport": "stdio", "server_command": list(command)})
+    recorder = SessionRecorder(layout, name=name,
+                               meta={"transport": "stdio", "server_command": list(command)})
     try:
         proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
                                 start_new_session=True, preexec_fn=_die_with_parent())

@@ -1,0 +1,99 @@
+"""A watchdog process that cleans up after its owner, even when the owner is killed with SIGKILL.
+
+Why: a recorder that starts real servers in temporary folders cannot run ``finally`` blocks after
+``kill -9``. So it starts a :class:`Janitor` first: a small separate process that reads the folders
+to remove from a pipe and waits for that pipe to close. The pipe closes when the owner calls
+:meth:`Janitor.close` *or* dies in any way; the janitor then SIGKILLs every process still carrying
+the owner's tag in its environment (:attr:`Janitor.env`: children, grandchildren, daemons they
+forked — whatever their process group) and removes the folders. Run as ``python -m
+agentworld.envs.janitor TOKEN``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from contextlib import suppress
+from pathlib import Path
+
+TAG = "AGENTWORLD_JANITOR_TAG"
+"""Environment variable that marks the processes a janitor kills."""
+
+
+def tagged_pids(token: str) -> list[int]:
+    """Live processes whose environment holds ``TAG=token`` (the caller's own excluded)."""
+    needle = f"{TAG}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and state[state.rfind(b")") + 2:][:1] != b"Z":
+            found.append(int(entry))
+    return found
+
+
+class Janitor:
+    """Owner's side: start the watchdog, name folders for it, pass :attr:`env` to every child.
+
+    Use as a context manager; leaving it (or the owner dying) makes the watchdog clean up.
+    """
+
+    def __init__(self) -> None:
+        self.token = uuid.uuid4().hex
+        self.env = {TAG: self.token}
+        self._proc = subprocess.Popen([sys.executable, "-m", "agentworld.envs.janitor", self.token],
+                                      stdin=subprocess.PIPE, start_new_session=True,
+                                      env={k: v for k, v in os.environ.items() if k != TAG})
+
+    def track(self, folder: str | Path) -> None:
+        """Have ``folder`` removed when the owner is done or dies."""
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(f"{Path(folder).resolve()}\n".encode())
+        self._proc.stdin.flush()
+
+    def close(self) -> None:
+        """Clean up now: kill tagged processes, remove tracked folders; wait for it (idempotent)."""
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            self._proc.stdin.close()
+        self._proc.wait()
+
+    def __enter__(self) -> Janitor:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def sweep(token: str, folders: list[str]) -> None:
+    """Kill the processes tagged ``token``, then remove ``folders``."""
+    from agentworld.envs.procs import kill_until_gone
+
+    kill_until_gone(lambda: tagged_pids(token))
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    """Read folder paths from stdin until it closes, then sweep."""
+    if len(argv) != 1:
+        print("usage: python -m agentworld.envs.janitor TOKEN", file=sys.stderr)
+        return 2
+    folders: list[str] = []
+    with suppress(OSError, KeyboardInterrupt):
+        for line in sys.stdin:
+            if line.strip():
+                folders.append(line.strip())
+    sweep(argv[0], folders)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
