@@ -172,7 +172,7 @@ def test_error_memo_follows_changed_patterns() -> None:
 
 
 def test_error_patterns_come_from_the_domains_plugin() -> None:
-    """A domain's plugin adds to the common patterns; a domain without its own (or unknown) has those."""
+    """Each plugin lists its patterns; one without its own (or an unknown domain) has the common ones."""
     assert error_patterns("search") == error_patterns("cooking") == COMMON_ERRORS
     assert error_patterns("terminal") == COMMON_ERRORS + SHELL_ERRORS
     assert is_error(MARK + "bash: foo: command not found", "terminal")
@@ -185,5 +185,6 @@ def test_error_patterns_come_from_the_domains_plugin() -> None:
     try:
         assert is_error(MARK + "(no such key: size)", "notes")
         assert not is_error(MARK + "(no such key: size)", "terminal")
+        assert not is_error(MARK + "colour = KeyError: x", "notes")  # it left the common ones out
     finally:
         unregister_domain("notes")

@@ -159,9 +159,9 @@ def normalise_action(text: str) -> str:
 
 def error_patterns(domain: str) -> tuple[str, ...]:
     """The regular expressions (compiled with ``re.M``) marking an observation of ``domain`` as an error:
-    the common ones and its plugin's ``error_patterns`` (the common ones alone for an unknown domain)."""
+    its plugin's ``error_patterns`` (the common ones for an unknown domain)."""
     found = plugin(domain)
-    return COMMON_ERRORS + found.error_patterns if found is not None else COMMON_ERRORS
+    return found.error_patterns if found is not None else COMMON_ERRORS
 
 
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
