@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian/Ubuntu machine: system tools for the sandboxed terminal
 # (bubblewrap, tmux), the Python documentation the search environment indexes (python3-doc), git and pytest
-# for the SWE workspace (python3-pytest) and node/npm for the recorded MCP servers, then a virtual
-# environment in .venv with agentworld and its dev tools, and the npm MCP servers (filesystem, memory) in
-# ~/.cache/agentworld/mcp-servers ($AGENTWORLD_MCP_SERVERS).
+# for the SWE workspace (python3-pytest), node/npm for the recorded MCP servers and the Chromium the web
+# environment drives (chromium; Playwright's own browser download is never used), then a virtual
+# environment in .venv with agentworld, its web extra (BrowserGym, MiniWoB++) and its dev tools, and the
+# npm MCP servers (filesystem, memory) in ~/.cache/agentworld/mcp-servers ($AGENTWORLD_MCP_SERVERS).
 # `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
 # `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
@@ -16,18 +17,19 @@ command -v git >/dev/null 2>&1 || need+=(git)
 # The SWE workspace runs the repositories' tests with the OS's python3 inside the sandbox.
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || need+=(python3-pytest)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
   else
-    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox, search index and SWE workspace)" >&2
+    echo "install.sh: please install ${need[*]} with your package manager (needed for the real terminal sandbox, search index, SWE workspace and web browser)" >&2
   fi
 fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-extras="dev"
+extras="dev,web"
 for flag in "$@"; do
   case "$flag" in
     --train)  # CPU torch first, pinned, so the training extra does not pull a multi-GB CUDA build.
