@@ -6,19 +6,23 @@ gives the token lists and the arithmetic that leads to the expected category.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pydantic import ValidationError
 
 from agentworld.data.masking import MaskConfig, classify, mask, turn_signals
 from agentworld.data.process import StepCounter, expand
 from agentworld.data.tokens import (
-    ERROR_PATTERNS,
     content_token_keys,
     content_tokens,
+    error_patterns,
     is_error,
     regex_tokenize,
 )
 from agentworld.data.types import TrainSample
+from agentworld.domains.base import DomainPlugin, plugin, register_domain, unregister_domain
+from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
 from agentworld.schema import Trajectory, Turn
 
 MARK = "**Environment Observation:**\n"
@@ -153,9 +157,34 @@ def test_token_keys_are_the_regex_tokens_encoded() -> None:
     assert content_token_keys("a b-", str.split) == content_tokens("a b-", str.split) == ["a", "b-"]
 
 
-def test_error_memo_follows_changed_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_error_memo_follows_changed_patterns() -> None:
     # is_error remembers answers; a pattern added later must still count (patterns are in the key).
     obs = MARK + "disk quota exceeded"
     assert not is_error(obs, "terminal")
-    monkeypatch.setitem(ERROR_PATTERNS, "terminal", (*ERROR_PATTERNS["terminal"], r"quota exceeded"))
-    assert is_error(obs, "terminal")
+    terminal = plugin("terminal")
+    assert terminal is not None
+    register_domain(replace(terminal, error_patterns=(*terminal.error_patterns, r"quota exceeded")))
+    try:
+        assert is_error(obs, "terminal")
+    finally:
+        unregister_domain("terminal")
+    assert not is_error(obs, "terminal")
+
+
+def test_error_patterns_come_from_the_domains_plugin() -> None:
+    """Each plugin lists its patterns; one without its own (or an unknown domain) has the common ones."""
+    assert error_patterns("search") == error_patterns("cooking") == COMMON_ERRORS
+    assert error_patterns("terminal") == COMMON_ERRORS + SHELL_ERRORS
+    assert is_error(MARK + "bash: foo: command not found", "terminal")
+    assert not is_error(MARK + "bash: foo: command not found", "search")
+    assert is_error(MARK + "net::ERR_CONNECTION_REFUSED", "web") and not is_error(MARK + "net::ERR_X", "mcp")
+    assert is_error(MARK + "ERROR unknown tool", "mcp") and not is_error(MARK + "ERROR unknown tool", "web")
+    notes = DomainPlugin(name="notes", display="Notes", error_patterns=(r"^\(no such key: ",),
+                         package="agentworld.domains.terminal")
+    register_domain(notes)
+    try:
+        assert is_error(MARK + "(no such key: size)", "notes")
+        assert not is_error(MARK + "(no such key: size)", "terminal")
+        assert not is_error(MARK + "colour = KeyError: x", "notes")  # it left the common ones out
+    finally:
+        unregister_domain("notes")

@@ -9,11 +9,13 @@ from agentworld.data.process import (
     dedup,
     drop_no_change,
     expand,
+    gui_domains,
     samples_to_bench_rows,
     skip_retry_cycles,
     split_by_source,
 )
 from agentworld.data.types import LossMask, TurnStats
+from agentworld.domains.base import DomainPlugin, register_domain, unregister_domain
 from agentworld.schema import Trajectory, Turn
 
 MARK = "**Environment Observation:**\n"
@@ -77,6 +79,20 @@ def test_no_change_turns_are_dropped_in_gui_domains_only() -> None:
     assert stats.details["turns_dropped"] == 2
     (term,) = drop_no_change([_traj(pairs)])
     assert len(term.turns) == 4
+    assert gui_domains() == {"android", "web", "os"}
+
+
+def test_a_domain_is_a_gui_one_by_its_plugin() -> None:
+    """``drop_no_change`` asks the plugins (``gui``), so a registered GUI domain needs no other change."""
+    pairs = [("tap A", "screen A"), ("tap B", "screen A"), ("tap B", "screen B")]
+    register_domain(DomainPlugin(name="kiosk", display="Kiosk", gui=True, package="agentworld.domains.os"))
+    try:
+        (kiosk,) = drop_no_change([_traj(pairs, domain="kiosk")])
+    finally:
+        unregister_domain("kiosk")
+    assert [t.action for t in kiosk.turns] == ["tap A", "tap B"]
+    (kept,) = drop_no_change([_traj(pairs, domain="kiosk")])
+    assert len(kept.turns) == 3
 
 
 def test_dedup_drops_exact_repeats_only() -> None:

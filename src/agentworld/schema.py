@@ -27,6 +27,10 @@ A fact of the data format, so it lives here, below every other layer; each has a
 Domains registered beyond them are known to the registry (``domain_names()``), which the harness
 passes to the loaders."""
 
+OFFICIAL_DEFAULT_DOMAIN = "mcp"
+"""The domain the official ``eval.py`` gives a row without ``task`` (its ``job.get("task", "mcp")``): what
+reproducing its scores from its ``judged.jsonl`` must do too."""
+
 OBSERVATION_MARKER = "**Environment Observation:**"
 
 

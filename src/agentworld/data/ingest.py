@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field, ValidationError
 from agentworld import schema
 from agentworld.data.bench_rows import BenchRow, OpenSessions, is_incremental, join_rows, session_trajectory
 from agentworld.data.records import PlainTrajectory
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.errors import DataError
 from agentworld.schema import Trajectory, Turn
 
@@ -374,7 +375,7 @@ class _GenericRow(BaseModel):
 class GenericConverter(_RowConverter):
     """``{"id"?, "domain"?, "task"?, "system", "turns": [{"action", "observation", "meta"?}], "meta"?}``."""
 
-    def __init__(self, domain: str = "terminal") -> None:
+    def __init__(self, domain: str = DEFAULT_DOMAIN) -> None:
         self.domain = domain
 
     @staticmethod

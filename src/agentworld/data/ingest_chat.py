@@ -15,6 +15,7 @@ import orjson
 
 from agentworld.data import ingest
 from agentworld.data.ingest import IngestReport, OnError, RecordSource, register_converter, skip_or_raise
+from agentworld.domains import TOOLS_DOMAIN
 from agentworld.errors import DataError
 from agentworld.io import dumps
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
@@ -31,7 +32,7 @@ class OpenAIChatConverter:
     Other item keys (``task_id``, ``trial``, ``reward``, ...) go to ``Trajectory.meta``.
     """
 
-    def __init__(self, domain: str = "mcp") -> None:
+    def __init__(self, domain: str = TOOLS_DOMAIN) -> None:
         self.domain = domain
 
     @staticmethod

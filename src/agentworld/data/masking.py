@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -41,6 +42,7 @@ from agentworld.data.records import PlainMask, PlainSample, PlainStats
 from agentworld.data.tokens import (
     TokenKey,
     content_token_keys,
+    error_patterns,
     get_tokenizer,
     is_error,
     observation_body,
@@ -198,14 +200,15 @@ def _signals(ctx: HistoryContext, pair: PairTokens) -> tuple[PlainStats, float]:
 def classify(signals: Signals, observation: str, domain: str,
              th: MaskThresholds | None = None) -> MaskCategory:
     """The category of a pair: the first rule of the module docstring that matches."""
-    return _category(signals.stats, signals.repeat, observation, domain, th or MaskThresholds())
+    return _category(signals.stats, signals.repeat, observation, domain, th or MaskThresholds(),
+                     error_patterns(domain))
 
 
 def _category(s: TurnStats | PlainStats, repeat: float, observation: str, domain: str,
-              th: MaskThresholds) -> MaskCategory:
+              th: MaskThresholds, patterns: tuple[str, ...]) -> MaskCategory:
     if s.obs_tokens == 0:
         return "empty"
-    if is_error(observation, domain):
+    if is_error(observation, domain, patterns):
         return "error"
     if s.jaccard >= th.echo_min_jaccard and s.length_ratio <= th.echo_max_ratio:
         return "echo"
@@ -235,6 +238,7 @@ def mask(samples: Iterable[Sample], config: MaskConfig | None = None, seed: int 
     ratios, thresholds, details = config.keep_ratios, config.thresholds, tally.details
     kept_names = {c: f"{c}.kept" for c in MASK_CATEGORIES}
     unit = stable_units(seed, "mask")
+    patterns = cache(error_patterns)  # the registry's domains do not change during a step
     for sample in samples:
         tally.inputs += 1
         if isinstance(sample, PlainSample):
@@ -242,7 +246,8 @@ def mask(samples: Iterable[Sample], config: MaskConfig | None = None, seed: int 
         else:
             context.advance(sample.trajectory_id, sample.history)
         signals, repeat = _signals(context, context.measure(sample.action, sample.observation))
-        category = _category(signals, repeat, sample.observation, sample.domain, thresholds)
+        category = _category(signals, repeat, sample.observation, sample.domain, thresholds,
+                             patterns(sample.domain))
         ratio = ratios[category]
         keep = ratio > 0.0 and unit(sample.id) < ratio
         details[category] += 1

@@ -19,22 +19,22 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import cache
 from typing import Any, TypeVar
 
 import orjson
 
 from agentworld.data.dataset_stats import HIST_EDGES, DatasetStats, DatasetTally, Histogram
 from agentworld.data.records import PlainSample, PlainTrajectory, PlainTurn, replaced
-from agentworld.data.tokens import is_error, normalise_action, observation_body
+from agentworld.data.tokens import error_patterns, is_error, normalise_action, observation_body
 from agentworld.data.types import StepStats, TrainSample
+from agentworld.domains.base import plugins
 from agentworld.schema import Trajectory, Turn, split_trajectory
 
 Traj = TypeVar("Traj", Trajectory, PlainTrajectory)
 Sample = TypeVar("Sample", TrainSample, PlainSample)
 AnyTrajectory = Trajectory | PlainTrajectory
 AnySample = TrainSample | PlainSample
-
-GUI_DOMAINS: tuple[str, ...] = ("android", "web", "os")
 
 
 class StepCounter:
@@ -101,10 +101,11 @@ def skip_retry_cycles(trajs: Iterable[Traj], stats: StepCounter | None = None) -
     history; retries with an edited action (a fixed typo) are not cycles and are kept.
     """
     tally = _tally(stats, "skip_retry_cycles")
+    patterns = cache(error_patterns)  # the registry's domains do not change during a step
     for traj in trajs:
         tally.inputs += 1
         turns: Sequence[Turn | PlainTurn] = traj.turns
-        retried = _retried(turns, traj.domain)
+        retried = _retried(turns, traj.domain, patterns(traj.domain))
         kept = [t for t, failed in zip(turns, retried, strict=True) if not failed]
         removed = len(turns) - len(kept)
         tally.details["turns_in"] += len(turns)
@@ -114,7 +115,7 @@ def skip_retry_cycles(trajs: Iterable[Traj], stats: StepCounter | None = None) -
         yield _with_turns(traj, kept, "retry_cycles", removed)
 
 
-def _retried(turns: Sequence[Any], domain: str) -> list[bool]:
+def _retried(turns: Sequence[Any], domain: str, patterns: tuple[str, ...]) -> list[bool]:
     """Whether each turn is an error that the next turn sends again.
 
     The error test comes first and actions are normalised only when it holds: errors are rare,
@@ -127,13 +128,19 @@ def _retried(turns: Sequence[Any], domain: str) -> list[bool]:
             keys[i] = normalise_action(turns[i].action)
         return keys[i]
 
-    return [i + 1 < len(turns) and is_error(turn.observation, domain) and key(i) == key(i + 1)
+    return [i + 1 < len(turns) and is_error(turn.observation, domain, patterns) and key(i) == key(i + 1)
             for i, turn in enumerate(turns)]
 
 
+def gui_domains() -> frozenset[str]:
+    """The domains whose plugin says their observations are screens of a graphical UI (``gui``)."""
+    return frozenset(name for name, found in plugins().items() if found.gui)
+
+
 def drop_no_change(trajs: Iterable[Traj], stats: StepCounter | None = None,
-                   domains: Collection[str] = GUI_DOMAINS) -> Iterator[Traj]:
-    """In GUI domains, drop turns whose observation equals the previous one (a latency artefact).
+                   domains: Collection[str] | None = None) -> Iterator[Traj]:
+    """In GUI domains (``domains``; default :func:`gui_domains`), drop turns whose observation equals
+    the previous one (a latency artefact).
 
     A screen that did not change after an action usually means the UI had not caught up, not
     that the action does nothing; training on it teaches the model to predict "nothing happens".
@@ -142,6 +149,7 @@ def drop_no_change(trajs: Iterable[Traj], stats: StepCounter | None = None,
     screen is real information there).
     """
     tally = _tally(stats, "drop_no_change")
+    domains = gui_domains() if domains is None else domains
     for traj in trajs:
         tally.inputs += 1
         tally.outputs += 1

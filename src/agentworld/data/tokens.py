@@ -19,6 +19,8 @@ from functools import lru_cache
 
 import orjson
 
+from agentworld.domains.base import plugin
+from agentworld.domains.error_patterns import COMMON_ERRORS, ERROR_HINTS
 from agentworld.schema import OBSERVATION_MARKER
 
 Tokenizer = Callable[[str], list[str]]
@@ -154,38 +156,14 @@ def normalise_action(text: str) -> str:
 
 # -- error patterns ------------------------------------------------------------------------------
 
-COMMON_ERRORS: tuple[str, ...] = (
-    r"Traceback \(most recent call last\)",
-    r"^\s*\w*(?:Error|Exception):",
-    r'"error"\s*:(?!\s*(?:null|false|""|\[\]|\{\}))',
-)
-SHELL_ERRORS: tuple[str, ...] = (
-    r"command not found", r"No such file or directory", r"Permission denied", r"syntax error",
-    r"Segmentation fault", r"^bash: ",
-)
-ERROR_PATTERNS: dict[str, tuple[str, ...]] = {
-    "terminal": COMMON_ERRORS + SHELL_ERRORS,
-    "os": COMMON_ERRORS + SHELL_ERRORS,
-    "swe": COMMON_ERRORS + SHELL_ERRORS,
-    "mcp": (*COMMON_ERRORS, r"^\s*(?i:error)\b"),
-    "search": COMMON_ERRORS,
-    "web": (*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
-    "android": (*COMMON_ERRORS, r"has stopped", r"isn't responding"),
-}
-"""Per-domain regular expressions (compiled with ``re.M``) marking an observation as an error."""
 
-ERROR_HINTS: dict[str, tuple[str, ...]] = {
-    COMMON_ERRORS[0]: ("Traceback (most recent call last)",),
-    COMMON_ERRORS[1]: ("Error:", "Exception:"),
-    COMMON_ERRORS[2]: ('"error"',),
-    r"^bash: ": ("bash: ",),
-    r"^\s*(?i:error)\b": ("(?i)error",),
-    r"\b404 (?i:not found)\b": ("404 ",),
-}
-"""Texts of which every match of a pattern contains one (``(?i)`` first: in any case); a pattern
-without regex syntax is its own. Why: the patterns are tried at every position of the text, so a
-search costs tens of times more than looking for a few plain strings, and most observations hold
-none of them."""
+def error_patterns(domain: str) -> tuple[str, ...]:
+    """The regular expressions (compiled with ``re.M``) marking an observation of ``domain`` as an error:
+    its plugin's ``error_patterns`` (the common ones for an unknown domain)."""
+    found = plugin(domain)
+    return found.error_patterns if found is not None else COMMON_ERRORS
+
+
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
 
 
@@ -208,13 +186,16 @@ def _error_hints(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str,
     return tuple(cased), tuple(lowered)
 
 
-def is_error(observation: str, domain: str) -> bool:
-    """Whether ``observation`` reports a failure, by the patterns of ``domain`` (common ones if unknown).
+def is_error(observation: str, domain: str, patterns: tuple[str, ...] | None = None) -> bool:
+    """Whether ``observation`` reports a failure, by the patterns of ``domain`` (:func:`error_patterns`).
 
     A pattern match is evidence, not proof: a file that merely *contains* ``Error:`` reads as an
     error too. Both cleaning and masking accept that bias (errors keep their loss by default).
+    ``patterns``: ``error_patterns(domain)`` when the caller has them already (a pipeline step looks
+    them up once per domain, not once per observation).
     """
-    patterns = ERROR_PATTERNS.get(domain, COMMON_ERRORS)
+    if patterns is None:
+        patterns = error_patterns(domain)
     hints = _error_hints(patterns)
     if hints is not None and not any(map(observation.__contains__, hints[0])) \
             and not (hints[1] and any(map(observation.lower().__contains__, hints[1]))):

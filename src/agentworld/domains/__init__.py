@@ -24,7 +24,18 @@ if TYPE_CHECKING:
         load_domains,
     )
 
-__all__ = ["DOMAINS", "Domain", "DomainRegistry", "domain_names", "get_domain", "load_domains"]
+__all__ = ["DEFAULT_DOMAIN", "DOMAINS", "TOOLS_DOMAIN", "Domain", "DomainRegistry", "domain_names",
+           "get_domain", "load_domains"]
+
+DEFAULT_DOMAIN = "terminal"
+"""The domain used when none is named (``agentworld shell``, a ``WorldSpec``, generic trajectory rows and
+dataset columns without one, the training demo): the one with a real environment, a recorder and a corpus
+out of the box."""
+
+TOOLS_DOMAIN = "mcp"
+"""The domain of a bare list of MCP tool schemas: what a simulated tool server (``agentworld serve mcp``,
+the TRL tool environment, ``agentworld train rollout --tools``) simulates and chat-completions tool-call
+logs record."""
 
 
 def __getattr__(name: str) -> Any:

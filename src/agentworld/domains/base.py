@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from agentworld.domains.error_patterns import COMMON_ERRORS
 from agentworld.errors import AgentWorldError
 
 if TYPE_CHECKING:
@@ -109,6 +110,14 @@ class DomainPlugin:
             screens: Sequence[str]) -> str``, an injected error fault shown without a model;
             ``screens`` are the episode's observations so far, oldest first (None: a generic error
             text, :func:`agentworld.domains.hooks.generic_fault`).
+        error_patterns: regular expressions (``re.M``) that mark an observation as a failure; the data
+            pipeline's retry detection and loss masking read them (:func:`agentworld.data.tokens.is_error`).
+            Default: the ones any domain can show (:mod:`agentworld.domains.error_patterns`'s
+            ``COMMON_ERRORS``); a domain adds its own to them (shells: ``COMMON_ERRORS + SHELL_ERRORS``)
+            or leaves out one its observations match when nothing failed.
+        gui: observations are screens of a graphical UI (accessibility trees): a screen unchanged after
+            an action usually means the UI had not caught up, so the data pipeline drops such turns
+            (:func:`agentworld.data.process.drop_no_change`); elsewhere an unchanged screen is information.
         package: the package holding ``prompts/system_prompt.txt``, ``prompts/judge_system_prompt.txt``
             and the data files (default: the package whose ``PLUGIN`` it is; ``agentworld.domains.<name>``
             for one given to :func:`register_domain` without it).
@@ -129,6 +138,8 @@ class DomainPlugin:
     actions: str | None = None
     ledger: str | None = None
     faults: str | None = None
+    error_patterns: tuple[str, ...] = COMMON_ERRORS
+    gui: bool = False
     extra: dict[str, str] | None = None
     """Further references a domain exposes beyond the fields above."""
     package: str = ""

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.errors import DataError
 
 FaultKind = Literal["timeout", "server_error", "rate_limit", "permission_denied", "pagination",
@@ -135,7 +136,7 @@ class WorldSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    domain: str = "terminal"
+    domain: str = DEFAULT_DOMAIN
     name: str = ""
     system_prompt: str | None = None
     """Full system prompt; default: the domain's template plus tools, state and facts."""

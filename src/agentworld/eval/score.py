@@ -29,7 +29,7 @@ from agentworld.eval.records import (
 from agentworld.eval.ruletier import RuleTier, rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.models.parsing import SCORE_DIMENSIONS
-from agentworld.schema import DOMAIN_NAMES, BenchSample
+from agentworld.schema import DOMAIN_NAMES, OFFICIAL_DEFAULT_DOMAIN, BenchSample
 
 SCORE_FIELDS: tuple[str, ...] = (*SCORE_DIMENSIONS, "total_score")
 
@@ -119,7 +119,7 @@ def score_official_judged(rows: Sequence[Mapping[str, Any]]) -> ScoreReport:
     """Reproduce the official ``eval.py score`` numbers from its ``judged.jsonl`` rows."""
     by_domain: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for row in rows:
-        by_domain[str(row.get("task", "mcp")).split("/")[-1]].append(row)
+        by_domain[str(row.get("task", OFFICIAL_DEFAULT_DOMAIN)).split("/")[-1]].append(row)
     domains: dict[str, DomainScore] = {}
     totals: list[float] = []
     for name in _domain_order(by_domain):

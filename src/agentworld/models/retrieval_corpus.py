@@ -3,10 +3,10 @@
 A corpus is any mix of AgentWorldBench JSONL files (recorder output included), unified trajectory
 JSONL files (``agentworld data convert`` output), folders of such files, and in-memory rows or
 trajectories. Everything becomes AgentWorldBench rows (:class:`~agentworld.schema.BenchSample`), so a
-trajectory stored either way gives the same transitions. Files are read with the project's own
-readers (:func:`~agentworld.schema.read_bench_jsonl`; ingest's format detection and record reader for
-anything else), and bad input raises a :class:`~agentworld.errors.DataError` naming the file, line
-and field.
+trajectory stored either way gives the same transitions. Rows are read with
+:func:`~agentworld.schema.read_bench_jsonl`, trajectories validated as
+:class:`~agentworld.schema.Trajectory`; bad input raises a :class:`~agentworld.errors.DataError` naming
+the file, line and field, and a file in another format says how to convert it.
 """
 
 from __future__ import annotations
@@ -37,10 +37,21 @@ def trajectory_rows(traj: Trajectory) -> list[BenchSample]:
     return traj.model_copy(update={"task": None}).samples()
 
 
-def _unified_rows(path: Path) -> Iterator[BenchSample]:
-    from agentworld.data.ingest import records
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line, record)`` for each non-blank line of a JSONL file; malformed JSON is a located error."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            if raw.isspace():
+                continue
+            try:
+                yield lineno, orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
 
-    for line, _, row in records(path):
+
+def _unified_rows(path: Path) -> Iterator[BenchSample]:
+    known = domain_names()
+    for line, row in _json_lines(path):
         sid = str(row["id"]) if isinstance(row, dict) and "id" in row else None
         try:
             traj = Trajectory.model_validate(row)
@@ -48,44 +59,39 @@ def _unified_rows(path: Path) -> Iterator[BenchSample]:
             err = exc.errors()[0]
             raise DataError(err["msg"], path=str(path), line=line, sample_id=sid,
                             field=".".join(str(p) for p in err["loc"]) or None) from None
-        known = domain_names()
         if traj.domain not in known:
             raise DataError(f"unknown domain {traj.domain!r}; known: {', '.join(known)}",
                             path=str(path), line=line, sample_id=sid, field="domain")
         yield from trajectory_rows(traj)
 
 
-def _first_line(path: Path) -> bytes | None:
-    with open(path, "rb") as handle:
-        return next((line for line in handle if not line.isspace()), None)
+def _bench_row(record: Any) -> bool:
+    """An AgentWorldBench row (what the shipped corpus and the recorders hold)."""
+    return isinstance(record, dict) and {"prompt", "response", "system_str"} <= record.keys()
 
 
-def _bench_row(line: bytes) -> bool:
-    """Whether a line reads as an AgentWorldBench row (what the shipped corpus holds: no format detection,
-    which would import the data pipeline)."""
-    try:
-        row = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(row, dict) and {"prompt", "response", "system_str"} <= row.keys()
+def _unified(record: Any) -> bool:
+    """A unified trajectory, as ``agentworld data convert`` writes them."""
+    return isinstance(record, dict) and {"turns", "system_prompt", "domain"} <= record.keys()
 
 
 def file_rows(path: Path) -> Iterator[BenchSample]:
-    """The rows of one AgentWorldBench or unified-trajectory JSONL file (an empty file has none)."""
-    first = _first_line(path)
+    """The rows of one AgentWorldBench or unified-trajectory JSONL file (an empty file has none).
+
+    Other formats (chat logs, generic rows, JSON arrays) are an error that says how to convert them:
+    telling which format a file is in is the data pipeline's business, which the models do not import.
+    """
+    first = next(_json_lines(path), None)
     if first is None:
         return
-    if _bench_row(first):
+    if _bench_row(first[1]):
         yield from read_bench_jsonl(path, known_domains=domain_names())
-        return
-    from agentworld.data.ingest import detect_format
-
-    fmt = detect_format(path)
-    if fmt == "unified":
+    elif _unified(first[1]):
         yield from _unified_rows(path)
     else:
-        raise DataError(f"reads as {fmt!r} logs, not AgentWorldBench rows or unified trajectories; convert "
-                        f"it first: agentworld data convert --in {path} --out corpus.jsonl", path=str(path))
+        raise DataError("neither AgentWorldBench rows nor unified trajectories; convert it first (the format "
+                        f"is detected): agentworld data convert --in {path} --out corpus.jsonl",
+                        path=str(path), line=first[0])
 
 
 def corpus_rows(corpus: Iterable[CorpusItem]) -> Iterator[BenchSample]:

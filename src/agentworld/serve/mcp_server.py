@@ -30,6 +30,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from agentworld.domains import TOOLS_DOMAIN
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.redact import redact_text
 from agentworld.serve.sessions import SessionManager, SimulatorFactory
@@ -142,7 +143,7 @@ class SimulatedToolServer:
         self._validators = {t["name"]: toolschema.compile_schema(t["inputSchema"]) for t in tools}
         self._heavy = {t["name"] for t in tools if toolschema.is_heavy(t["inputSchema"])}
         self._listed = [types.Tool.model_validate(t) for t in tools]
-        self.spec = WorldSpec(domain="mcp", name=name, tools=tools, initial_state=initial_state,
+        self.spec = WorldSpec(domain=TOOLS_DOMAIN, name=name, tools=tools, initial_state=initial_state,
                               controls=controls or ControlSpec())
         self.seed = seed
         self.max_argument_bytes = max_argument_bytes

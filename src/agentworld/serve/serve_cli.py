@@ -22,6 +22,7 @@ app = new_app("Serve simulated environments (MCP, the HTTP session API) and the 
 def _mcp(config: McpServeConfig) -> None:
     import asyncio
 
+    from agentworld.domains import TOOLS_DOMAIN
     from agentworld.endpoints import build_backend, secret
     from agentworld.serve.mcp_server import SimulatedToolServer, load_tools, serve_stdio
     from agentworld.serve.net import check_exposure, run_uvicorn
@@ -33,7 +34,8 @@ def _mcp(config: McpServeConfig) -> None:
     if config.transport == "http":
         check_exposure(config.host, config.token is not None, config.allow_no_token)
     backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                            corpus=config.model_corpus, domains=["mcp"], concurrency=config.concurrency)
+                            corpus=config.model_corpus, domains=[TOOLS_DOMAIN],
+                            concurrency=config.concurrency)
     tool_server = SimulatedToolServer(tools, simulator_factory(backend), controls=controls,
                                       initial_state=config.initial_state, seed=config.seed,
                                       idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions,

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from agentworld.cli_support import config_command, new_app
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.endpoints import ModelEndpoint
 
 app = new_app("Type into a simulated environment.", no_args_is_help=False)
@@ -20,8 +21,8 @@ class ShellConfig(ModelEndpoint):
     model: str = Field("retrieval", description="World model: the served model name with "
                        "--model-base-url; without it a backend name (retrieval: the offline baseline; none: "
                        "real sandbox only).")
-    domain: str = Field("terminal", description="Domain to simulate: terminal, mcp, or another registered "
-                        "one.")
+    domain: str = Field(DEFAULT_DOMAIN, description="Domain to simulate: terminal, mcp, or another "
+                        "registered one.")
     route: Literal["auto", "model", "real"] = Field(
         "auto", description="auto: safe actions run in the domain's real environment (the terminal's "
         "sandbox), the rest is predicted; model: all predicted; real: all real (an error for a domain "

@@ -40,9 +40,10 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.table import Table
 
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 
-DOMAIN = "terminal"
+DOMAIN = DEFAULT_DOMAIN
 TAG = "predicted_observation"
 SYSTEM = ("You are a terminal world model: answer each action with exactly what the terminal screen shows "
           "afterwards, inside <predicted_observation> tags.")
@@ -168,7 +169,7 @@ def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> T
     console.rule("1. build a tiny tokenizer and model locally")
     init = build_tiny(out / "model-init", corpus=_corpus_texts(), hidden_size=64, layers=2,
                       seed=config.seed, vocab_size=2048, stop_tags=[TAG])
-    sft = SFTConfig(model=str(init), output_dir=out / "run", data=[{"path": corpus_path("terminal")}],
+    sft = SFTConfig(model=str(init), output_dir=out / "run", data=[{"path": corpus_path(DOMAIN)}],
                     max_steps=config.steps, learning_rate=config.learning_rate, per_device_train_batch_size=4,
                     max_length=8192, seed=config.seed, eval_fraction=config.eval_fraction,
                     system_prompt=SYSTEM, logging_steps=10, save_steps=max(config.steps, 1),

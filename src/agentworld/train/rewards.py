@@ -44,6 +44,7 @@ import re
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.eval.infer import BACKEND_ERRORS
 from agentworld.eval.judge import rubric_messages
@@ -56,7 +57,6 @@ RESPONSE_TAG = "predicted_observation"
 _JUDGE_ERRORS: tuple[type[BaseException], ...] = (*BACKEND_ERRORS, JudgeParseError)
 RUBRIC_WEIGHT = 0.9
 RULE_WEIGHT = 0.1
-DEFAULT_DOMAIN = "terminal"
 
 
 def completion_text(completion: Any) -> str:

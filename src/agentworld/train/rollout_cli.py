@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
+from agentworld.domains import TOOLS_DOMAIN
 from agentworld.endpoints import build_backend
 from agentworld.io import atomic_write_jsonl
 from agentworld.sim.types import FaultKind, WorldSpec
@@ -34,7 +35,7 @@ def run_rollout_command(options: RolloutOptions) -> None:
 
     curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in options.fault_kinds],
                             rate_start=options.rate_start, rate_end=options.rate_end)
-    spec = WorldSpec(domain="mcp", tools=load_tools(options.tools))
+    spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
     agent = build_backend(options.agent_model, options.agent_base_url, options.agent_api_key)
     world = build_backend(options.model, options.model_base_url, options.model_api_key,
                           corpus=options.model_corpus)

@@ -7,6 +7,7 @@ the registry at start-up): every heavy part is a reference resolved on use.
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
     name="mcp",
@@ -19,4 +20,5 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     actions="agentworld.domains.mcp.actions:ACTIONS",
     ledger="agentworld.domains.mcp.ledger:open_ledger",
+    error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b"),
 )

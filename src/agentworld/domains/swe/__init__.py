@@ -5,6 +5,7 @@ the sandbox (:mod:`agentworld.envs.workspace`), recorded with ``agentworld recor
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="swe",
@@ -16,4 +17,5 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.swe.record:COMMAND",
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
+    error_patterns=COMMON_ERRORS + SHELL_ERRORS,
 )

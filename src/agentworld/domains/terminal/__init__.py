@@ -4,6 +4,7 @@ Real: recorder (``agentworld record terminal``), shipped corpus, rules, retrieva
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="terminal",
@@ -20,4 +21,5 @@ PLUGIN = DomainPlugin(
     actions="agentworld.domains.terminal.actions:ACTIONS",
     ledger="agentworld.domains.terminal.ledger:open_ledger",
     faults="agentworld.domains.terminal.faults:render_fault",
+    error_patterns=COMMON_ERRORS + SHELL_ERRORS,
 )

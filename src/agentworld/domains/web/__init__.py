@@ -4,6 +4,7 @@ Real: environment, routing, recorder (``agentworld record web``), shipped corpus
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
     name="web", display="Web",
@@ -13,4 +14,6 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.web.record:COMMAND",
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
+    error_patterns=(*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
+    gui=True,
 )

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.errors import AgentWorldError
 from agentworld.serve.adapters import as_spec
 from agentworld.sim.episode import EpisodeTracker
@@ -110,7 +111,7 @@ def make_openenv_environment(simulator_factory: Callable[[], Simulator], world: 
 
     class SimState(server.State):  # type: ignore[name-defined]
         seed: int = 0
-        domain: str = "terminal"
+        domain: str = DEFAULT_DOMAIN
         ledger: str = ""
 
     class SimulatorEnvironment(server.Environment):  # type: ignore[name-defined]

@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
+from agentworld.domains import TOOLS_DOMAIN
 from agentworld.models.base import ChatBackend
 from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.session import Simulator
@@ -207,7 +208,8 @@ def make_trl_environment(tools: list[dict[str, Any]], *, model: ModelArg, spec: 
         tools: MCP ``tools/list`` entries (``name``, ``description``, ``inputSchema``).
         model: the world model, or a zero-argument factory giving each instance its own (use a
             factory for backends holding connections: TRL builds one instance per rollout).
-        spec: world (facts, faults, prompt); its tools are replaced by ``tools``; domain ``mcp``.
+        spec: world (facts, faults, prompt); its tools are replaced by ``tools``, its domain by
+            :data:`~agentworld.domains.TOOLS_DOMAIN` (MCP).
         reward: ``(SessionState) -> float``; adds ``get_reward()`` for reward functions to call.
         seed: episode seed when the dataset row has no ``seed`` column.
         asynchronous: make tool methods coroutines, so TRL runs the calls of all rollouts at once.
@@ -218,7 +220,7 @@ def make_trl_environment(tools: list[dict[str, Any]], *, model: ModelArg, spec: 
         ValueError: a tool name is reserved, private-looking or malformed.
     """
     namespace: dict[str, Any] = {
-        "spec": (spec or WorldSpec(domain="mcp")).model_copy(update={"domain": "mcp", "tools": list(tools)}),
+        "spec": (spec or WorldSpec()).model_copy(update={"domain": TOOLS_DOMAIN, "tools": list(tools)}),
         "_model": staticmethod(model) if callable(model) and not isinstance(model, ChatBackend) else model,
         "_reward": staticmethod(reward) if reward is not None else None, "_seed": seed,
         "_max_turns": max_turns,
