@@ -349,3 +349,14 @@ def test_shipped_corpus_holds_the_rule_tier_contract() -> None:
     assert report.samples >= 200 and report.with_content >= report.samples - 5
     assert report.violations() == []
     assert report.retrieval is not None and report.retrieval > report.baselines["repeat_previous"]
+
+
+def test_a_shell_tool_result_is_an_error_by_its_exit_code_not_its_error_field() -> None:
+    from agentworld.data.tokens import is_error
+
+    ok = ("Command: ls\nDirectory: (root)\nOutput: setup.py\nError: (none)\nExit Code: 0\nSignal: (none)\n"
+          "Background PIDs: (none)\nProcess Group PGID: 3")
+    failed = ok.replace("Exit Code: 0", "Exit Code: 127")
+    assert not is_error(ok, "swe") and is_error(failed, "swe")
+    assert is_error("Error: File not found: /app/x.py", "swe")
+    assert is_error(ok, "terminal")  # a plain shell has no such field: the common pattern stands there

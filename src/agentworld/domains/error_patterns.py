@@ -21,7 +21,15 @@ SHELL_ERRORS: tuple[str, ...] = (
 )
 """What a shell prints when a command fails (terminal, os, swe)."""
 
+TOOL_SHELL_ERRORS: tuple[str, ...] = (
+    COMMON_ERRORS[0], r"^\s*\w*(?:Error|Exception):(?!\s*\(none\)\s*$)", COMMON_ERRORS[2],
+    r"^Exit Code: [1-9]", *SHELL_ERRORS)
+"""A coding agent's shell tool (SWE): every result has an ``Error: (none)`` field, which is no failure;
+a non-zero ``Exit Code:`` is one."""
+
 ERROR_HINTS: dict[str, tuple[str, ...]] = {
+    TOOL_SHELL_ERRORS[1]: ("Error:", "Exception:"),
+    TOOL_SHELL_ERRORS[3]: ("Exit Code: ",),
     COMMON_ERRORS[0]: ("Traceback (most recent call last)",),
     COMMON_ERRORS[1]: ("Error:", "Exception:"),
     COMMON_ERRORS[2]: ('"error"',),

@@ -5,7 +5,7 @@ the sandbox (:mod:`agentworld.envs.workspace`), recorded with ``agentworld recor
 """
 
 from agentworld.domains.base import DomainPlugin
-from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
+from agentworld.domains.error_patterns import TOOL_SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="swe",
@@ -17,5 +17,5 @@ PLUGIN = DomainPlugin(
     recorder="agentworld.domains.swe.record:COMMAND",
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
-    error_patterns=COMMON_ERRORS + SHELL_ERRORS,
+    error_patterns=TOOL_SHELL_ERRORS,
 )
