@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentworld.domains.content import check_metadata, mask
-from agentworld.domains.rules import rules_for
+from agentworld.domains.rules import GENERIC, rules_for
 from agentworld.domains.terminal.commands import written_files
 from agentworld.eval.rules import score_rules
 from agentworld.schema import BenchSample, Trajectory, Turn, read_bench_jsonl
@@ -231,7 +231,7 @@ def test_search_and_tree_structure_and_generic_fallback() -> None:
     tree = "[1] window 'Settings'\n  [2] button 'OK'\n  [3] button 'Cancel'"
     assert score_rules("android", tree.replace("OK", "Yes"), tree).structure == 100
     assert score_rules("android", "[1] text 'hello'", tree).structure < 50
-    assert rules_for("nosuchdomain") == (rules_for("swe")[0], False)
+    assert rules_for("nosuchdomain") == (GENERIC, False)
     generic = score_rules("nosuchdomain", "a\nb", "a\nb")
     assert generic.overall == 100 and generic.details["rules"] == "generic"
 
