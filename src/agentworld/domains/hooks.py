@@ -111,6 +111,15 @@ class DomainActions:
         return "Act with one JSON value in the environment's action format."
 
 
+def tool_call_agent_action(value: Any) -> Any:
+    """A rollout agent's JSON as a tool call (``tool_name``/``name`` and ``arguments``), or None:
+    :meth:`DomainActions.agent_action` of the tool-call domains."""
+    name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
+    if isinstance(value, dict) and isinstance(name, str):
+        return {"tool_name": name, "arguments": value.get("arguments") or {}}
+    return None
+
+
 TEXT_ACTIONS = DomainActions()
 """The action format of a domain whose plugin names none."""
 

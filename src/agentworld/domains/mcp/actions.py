@@ -6,7 +6,14 @@ import json
 from typing import Any
 
 from agentworld.domains.actions import format_json_action
-from agentworld.domains.hooks import ActionError, DomainActions, ParsedAction, RawAction, json_action
+from agentworld.domains.hooks import (
+    ActionError,
+    DomainActions,
+    ParsedAction,
+    RawAction,
+    json_action,
+    tool_call_agent_action,
+)
 from agentworld.domains.spec import WorldSpec
 
 SHAPE = '{"tool_name": "...", "arguments": {...}}'
@@ -62,10 +69,7 @@ class McpActions(DomainActions):
             raise ValueError(f"type a JSON tool call, e.g. {example} ({exc})") from None
 
     def agent_action(self, value: Any) -> Any:
-        name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
-        if isinstance(value, dict) and isinstance(name, str):
-            return {"tool_name": name, "arguments": value.get("arguments") or {}}
-        return None
+        return tool_call_agent_action(value)
 
     def agent_help(self, spec: WorldSpec) -> str:
         tools = "\n".join(f"- {t.get('name')}: {t.get('description', '')} "

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from agentworld.domains.actions import format_json_action, tool_call
-from agentworld.domains.hooks import DomainActions, ParsedAction, RawAction
+from agentworld.domains.hooks import DomainActions, ParsedAction, RawAction, tool_call_agent_action
 from agentworld.domains.spec import WorldSpec
 
 SHAPE = '{"tool_name": "web_search", "arguments": {"query": "..."}}'
@@ -51,10 +51,7 @@ class SearchActions(DomainActions):
         return line
 
     def agent_action(self, value: Any) -> Any:
-        name = value.get("tool_name", value.get("name")) if isinstance(value, dict) else None
-        if isinstance(value, dict) and isinstance(name, str):
-            return {"tool_name": name, "arguments": value.get("arguments") or {}}
-        return None
+        return tool_call_agent_action(value)
 
     def agent_help(self, spec: WorldSpec) -> str:
         return AGENT_HELP
