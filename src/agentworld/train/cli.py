@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentworld.cli_support import cli_flags, config_command, new_app
 from agentworld.endpoints import AgentEndpoint, ModelEndpoint
@@ -35,9 +35,17 @@ class RecipeOptions(BaseModel):
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
     """Run Sim RL episodes of an agent against a simulated MCP world; write the episodes as unified
-    trajectories to OUT plus OUT.steps.jsonl and OUT.rl.jsonl (RL exports)."""
+    trajectories to OUT plus OUT.steps.jsonl and OUT.rl.jsonl (RL exports); with --sweep-controls, once
+    per control spec of the world folder and a per-spec summary in OUT.sweep.json."""
 
-    tools: Path = Field(description='MCP tools/list JSON (a list, or {"tools": [...]}).')
+    tools: Path | None = Field(None, description='MCP tools/list JSON (a list, or {"tools": [...]}); or give '
+                               "--world.")
+    world: Path | None = Field(None, description="World folder (world.json, tasks.jsonl, optional "
+                               "controls/*.yaml): its tools, initial state and tasks, each task's success "
+                               "condition checked at the end of an episode.")
+    sweep_controls: bool = Field(False, description="With --world: run the episodes on the clean world and "
+                                 "once more under each controls/*.yaml spec; print one row per spec "
+                                 "(success, reward, turns, faults injected).")
     out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.")
     episodes: int = Field(8, ge=1, description="Number of episodes.")
     max_turns: int = Field(10, ge=1, description="Most agent turns per episode.")
@@ -59,6 +67,17 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
         return kinds
+
+    @model_validator(mode="after")
+    def _one_world(self) -> RolloutOptions:
+        if (self.tools is None) == (self.world is None):
+            raise ValueError("give exactly one of --tools and --world")
+        if self.sweep_controls and self.world is None:
+            raise ValueError("--sweep-controls sweeps a world folder's controls/*.yaml: give --world")
+        if self.world is not None and self.fault_kinds:
+            raise ValueError("--fault-kinds is the --tools curriculum; a world's perturbations are its "
+                             "controls/*.yaml specs (see --sweep-controls)")
+        return self
 
 
 def _report(result: Any) -> None:
