@@ -162,7 +162,7 @@ def test_rollout_command_on_a_world_without_sweep_runs_its_tasks(tmp_path: Path,
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--tools", "t.json", "--sweep-controls"], "--sweep-controls sweeps a world folder's controls"),
-    (["--world", "w", "--tools", "t.json"], "give exactly one of --tools and --world"),
+    (["--world", "w", "--tools", "t.json"], "give exactly one of --tools FILE and --world DIR"),
     (["--world", "w", "--fault-kinds", "timeout"], "--fault-kinds is the --tools curriculum"),
 ])
 def test_rollout_option_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:

@@ -132,3 +132,5 @@ class MockConfig(BaseModel):
         None, description="Put the reasoning in this message field instead: reasoning (vLLM) or "
         "reasoning_content (SGLang).")
     model_name: str = Field("mock", description="Model id listed by /v1/models (requests may name any).")
+    synth: bool = Field(False, description="Act as a synth envs generator: answer stage prompts (Stage: NAME "
+                        "... <inputs>) with the offline synth-template's JSON, small and deterministic.")

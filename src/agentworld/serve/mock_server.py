@@ -310,8 +310,9 @@ class MockState:
         user = next((_text(m.get("content")) for m in reversed(messages)
                      if isinstance(m, dict) and m.get("role") == "user"), "")
         mode = judge_mode(user)
-        entry["kind"] = "world" if mode is None else "judge"
-        entry["mode"] = mode or "world"
+        synth = synth_answer(user) if mode is None and cfg.synth else None
+        entry["kind"] = "synth" if synth is not None else "world" if mode is None else "judge"
+        entry["mode"] = mode or entry["kind"]
         self.stats[entry["kind"]] += 1
         u = hash_uniform(cfg.seed, "fail", key, attempt)
         if u < cfg.error_rate:
@@ -321,7 +322,9 @@ class MockState:
             self.stats["rate_limited"] += 1
             return Plan(429, _error_body("mock: injected rate limit", "rate_limit_error", 429),
                         {"Retry-After": "0"})
-        if mode is None:
+        if synth is not None:
+            answer, reasoning = synth, "Designing the environment stage from its inputs."
+        elif mode is None:
             answer, reasoning = self._world(key, entry)
         else:
             answer, reasoning = self._judge(user, mode, key, attempt, entry)
@@ -424,6 +427,20 @@ def judge_mode(user: str) -> Literal["rubric", "turing", "reference"] | None:
     if has_truth:
         return "reference" if has_a else "rubric"
     return "turing" if has_a else None
+
+
+def synth_answer(user: str) -> str | None:
+    """The offline generator's answer to a ``synth envs`` stage prompt, or None for any other request."""
+    from agentworld.models.base import ChatRequest
+    from agentworld.schema import Message
+    from agentworld.synth.template import answer
+
+    if not user.startswith("Stage: ") or "<inputs>" not in user:
+        return None
+    try:
+        return answer(ChatRequest(messages=(Message(role="user", content=user),)))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _error_body(message: str, kind: str, code: int) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
     @model_validator(mode="after")
     def _one_world(self) -> RolloutOptions:
         if (self.tools is None) == (self.world is None):
-            raise ValueError("give exactly one of --tools and --world")
+            raise ValueError("give exactly one of --tools FILE and --world DIR")
         if self.sweep_controls and self.world is None:
             raise ValueError("--sweep-controls sweeps a world folder's controls/*.yaml: give --world")
         if self.world is not None and self.fault_kinds:
