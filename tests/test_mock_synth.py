@@ -10,8 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.cli import app
+from agentworld.domains.mcp.ledger import is_mutating
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.synth.stages import StageRejection, parse, prompt
+from agentworld.synth.world import load_world
 
 TAU = Path(__file__).parents[2] / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
 SEED = {"id": "s1", "source": "x", "context": "# Airline\nBook flights.",
@@ -54,3 +56,7 @@ def test_synth_envs_against_the_mock_generator(tmp_path: Path) -> None:
     assert summary["environments"] == 3 and summary["requests_sent"] == stats["synth"] == stats["requests"]
     assert stats["requests"] == 3 * 5  # five stages per environment
     assert all((out / f"env_{i:05d}" / "world.json").is_file() for i in range(3))
+    world = load_world(out / "env_00000")  # with the standard perturbation specs, ready to sweep
+    assert sorted(world.controls) == ["intermittent", "pagination", "partial", "stale"]
+    reads = [t.name for t in world.tools if not is_mutating(t.name)]
+    assert reads and world.controls["pagination"].faults[0].tools == reads

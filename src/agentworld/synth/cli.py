@@ -41,7 +41,7 @@ def _envs(config: SynthEnvsConfig) -> None:
     with StageProgress(config.progress, len(seeds), STAGES) as advance:
         step = advance_plain if plain else advance
         factory = Factory(backend, config.out, model=config.generator_model, concurrency=config.concurrency,
-                          max_tokens=config.max_tokens, advance=step)
+                          max_tokens=config.max_tokens, advance=step, controls=config.controls)
         summary = asyncio.run(factory.run(seeds))
     typer.echo(f"{summary.kept} of {summary.environments} environments kept in {config.out} "
                f"({summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")

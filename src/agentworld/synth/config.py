@@ -45,3 +45,7 @@ class SynthEnvsConfig(BaseModel):
     progress: bool = Field(
         True, description="Show a progress bar per stage (on a terminal; plain lines otherwise)."
     )
+    controls: bool = Field(
+        True, description="Write the standard perturbation specs into each environment (controls/*.yaml: "
+        "intermittent, pagination, partial, stale), swept by train rollout --sweep-controls."
+    )

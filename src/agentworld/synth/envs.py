@@ -29,6 +29,7 @@ from agentworld.io import atomic_write_text
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.schema import Message
+from agentworld.synth.curricula import standard_controls
 from agentworld.synth.seeds import Seed
 from agentworld.synth.stages import (
     STAGE_VERSIONS,
@@ -80,8 +81,10 @@ class Factory:
         concurrency: int = 8,
         max_tokens: int | None = 4096,
         advance: Any = None,
+        controls: bool = True,
     ) -> None:
         self.backend, self.out, self.model, self.max_tokens = backend, out, model, max_tokens
+        self.controls = controls
         self.semaphore = asyncio.Semaphore(concurrency)
         self.cache = ResponseCache(out / "generator_cache.jsonl")
         self.advance = advance or (lambda stage: None)
@@ -136,6 +139,8 @@ class Factory:
                 return self._finish(root, name, seed.id, False, [rejection])
             outputs[stage] = result
         world = self._world(name, seed, outputs)
+        if self.controls:
+            world = world.model_copy(update={"controls": standard_controls(world)})
         save_world(world, root)
         rejections = await asyncio.to_thread(_checks, root)
         return self._finish(root, name, seed.id, not rejections, rejections)
