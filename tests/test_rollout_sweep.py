@@ -85,8 +85,9 @@ def test_sweep_runs_each_control_spec_with_the_same_seeds_and_tasks(tmp_path: Pa
     denied, denied_eps = by_name["denied"]
     assert (denied.success_rate, denied.done_rate, denied.mean_reward) == (0.0, 0.0, 0.0)
     assert denied.faults == {"permission_denied": 8} and denied.mean_turns == 4
-    assert denied_eps[0].trajectory.meta["failed_conditions"] == [
-        "booking B1 field 'status' is \"active\", wanted eq \"cancelled\""]
+    assert denied_eps[0].trajectory.meta["failed_conditions"] == [  # a refused call was not made
+        "booking B1 field 'status' is \"active\", wanted eq \"cancelled\"",
+        'no call cancel_booking({"booking_id": "B1"})']
 
 
 def test_a_control_spec_named_clean_is_refused(tmp_path: Path) -> None:

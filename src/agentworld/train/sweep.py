@@ -33,6 +33,7 @@ __all__ = ["CLEAN", "SweepResult", "SweepTask", "load_world_tasks", "summarize",
 CLEAN = "clean"
 """The row without a control spec (the world's own controls only)."""
 _FENCED = re.compile(r"```json\n(.*)\n```", re.S)
+_FAILED = frozenset({"fault", "template"})
 
 TaskCheck = Callable[[SessionState], tuple[bool, list[str]]]
 """Whether a finished episode met its task's success condition, with the reasons it did not."""
@@ -68,9 +69,16 @@ class SweepResult(BaseModel):
 
 
 def _calls(state: SessionState) -> list[tuple[str, dict[str, Any], str]]:
-    """``(tool, arguments, observation)`` of each MCP call of an episode, from its rendered actions."""
+    """``(tool, arguments, observation)`` of each MCP call of an episode that went through.
+
+    A call answered by an error the framework made (an injected fault, an invalid-arguments error:
+    sources ``fault`` and ``template``) did not happen, so it neither changes the state nor counts as
+    made in the trace.
+    """
     calls = []
     for record in state.history:
+        if record.source in _FAILED:
+            continue
         match = _FENCED.search(record.action)
         try:
             payload = json.loads(match.group(1)) if match else None
@@ -86,8 +94,8 @@ def world_tasks(world: World) -> list[SweepTask]:
     """The world's tasks, each checked by its success rules over the episode's simulated calls.
 
     The final state is the world's initial entities updated by what the simulated results showed
-    (:func:`agentworld.synth.world.final_state`, which ignores error results such as injected faults);
-    the trace is every call the agent made.
+    (:func:`agentworld.synth.world.final_state`); the trace is every call that went through (a call an
+    injected fault failed was not made).
     """
     def check(task: Task) -> TaskCheck:
         def run(state: SessionState) -> tuple[bool, list[str]]:
