@@ -1,0 +1,214 @@
+"""The world checks of issue 11: each bad world is rejected with its own reason, a clean one is kept.
+
+The world model is scripted: a consistent fake replays the actions in its prompt to know each order's
+status (so a re-read agrees with an earlier cancel), a forgetful one always shows the initial status.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentworld.models.base import ChatRequest
+from agentworld.models.scripted import ScriptedBackend
+from agentworld.synth.checks import CheckThresholds, run_checks
+from agentworld.synth.report import write_report
+
+ORDER_ID = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+TOOLS = [{"name": "get_order", "description": "Show an order.", "inputSchema": ORDER_ID},
+         {"name": "cancel_order", "description": "Cancel an order.", "inputSchema": ORDER_ID}]
+TASK = {"id": "cancel-a1", "instruction": "Cancel order A1.",
+        "success": {"state": [{"kind": "order", "id": "A1", "field": "status", "op": "eq",
+                               "value": "cancelled"}],
+                    "trace": [{"tool": "cancel_order", "arguments": {"order_id": "A1"}}]},
+        "reference_plan": [{"tool": "get_order", "arguments": {"order_id": "A1"}},
+                           {"tool": "cancel_order", "arguments": {"order_id": "A1"}}]}
+WORLD = {"version": 1, "name": "shop", "domain": "mcp",
+         "scenario": {"service": "An online shop's order desk",
+                      "description": "Customers look up their orders and cancel the ones not yet shipped.",
+                      "users": ["customer"], "failure_modes": ["order already shipped"]},
+         "tools": TOOLS,
+         "initial_state": {"entities": {"order": {"A1": {"status": "pending", "total": 30}}}}}
+_ACTION = re.compile(r"```json\n(.*?)\n```", re.S)
+
+
+def make_world(root: Path, name: str, *, world: dict[str, Any] | None = None,
+               tasks: list[dict[str, Any]] | None = None) -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / "world.json").write_text(json.dumps({**(world or WORLD), "name": name}))
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in (tasks or [TASK])))
+    return folder
+
+
+def _calls(request: ChatRequest) -> list[dict[str, Any]]:
+    return [json.loads(m.group(1)) for msg in request.messages if msg.role == "user"
+            for m in [_ACTION.search(msg.content)] if m]
+
+
+def _observation(order: str, status: str) -> str:
+    body = json.dumps({"order_id": order, "status": status, "total": 30})
+    return f"<predicted_observation>\n[Observation]\n{body}\n</predicted_observation>"
+
+
+def consistent(request: ChatRequest) -> str:
+    """A world model that remembers: an order is cancelled once a cancel_order for it was called."""
+    calls = _calls(request)
+    order = calls[-1]["arguments"]["order_id"]
+    cancelled = any(c["tool_name"] == "cancel_order" and c["arguments"]["order_id"] == order for c in calls)
+    return _observation(order, "cancelled" if cancelled else "pending")
+
+
+def forgetful(request: ChatRequest) -> str:
+    """A world model that forgets: every read shows the initial status, even after a cancel."""
+    call = _calls(request)[-1]
+    return _observation(call["arguments"]["order_id"],
+                        "cancelled" if call["tool_name"] == "cancel_order" else "pending")
+
+
+def check(folders: list[Path], model: Any = None, **limits: Any) -> dict[str, Any]:
+    backend = ScriptedBackend(default=model or consistent)
+    report = run_checks(folders, model=backend, thresholds=CheckThresholds(**limits))
+    return {Path(w.path).name: w for w in report.worlds}
+
+
+def test_a_clean_world_is_kept(tmp_path: Path) -> None:
+    verdict = check([make_world(tmp_path, "clean")])["clean"]
+    assert verdict.kept and verdict.stage is None and verdict.rejections == []
+    assert verdict.probe_steps == 3 and verdict.probe_contradictions == 0  # plan, then get_order again
+
+
+@pytest.mark.parametrize(("schema", "says"), [
+    ({"type": "object", "properties": {"order_id": {"type": "strng"}}},
+     "is not valid under any of the given"),
+    ({"type": "object", "properties": {"order_id": {"$ref": "https://example.com/id.json"}}},
+     "points outside the schema"),
+    ({"type": "object", "properties": {"order_id": {"type": "string", "pattern": "^(?=A)\\w+$"}}},
+     "no back-references or look-around"),
+    ({"type": "string"}, "must have type 'object'"),
+])
+def test_a_tool_schema_error_is_rejected(tmp_path: Path, schema: dict[str, Any], says: str) -> None:
+    world = copy.deepcopy(WORLD)
+    world["tools"][0]["inputSchema"] = schema
+    verdict = check([make_world(tmp_path, "bad-schema", world=world)])["bad-schema"]
+    assert not verdict.kept and verdict.stage == "schema"
+    assert [r.reason for r in verdict.rejections] == ["tool_schema_invalid"]
+    assert "get_order" in verdict.rejections[0].detail and says in verdict.rejections[0].detail
+
+
+def test_a_task_naming_a_missing_tool_is_rejected(tmp_path: Path) -> None:
+    task = {**TASK, "reference_plan": [*TASK["reference_plan"], {"tool": "refund_order",
+                                                                 "arguments": {"order_id": "A1"}}]}
+    verdict = check([make_world(tmp_path, "missing-tool", tasks=[task])])["missing-tool"]
+    assert verdict.stage == "references" and not verdict.kept
+    assert [(r.reason, r.task) for r in verdict.rejections] == [("unknown_tool", "cancel-a1")]
+    assert "'refund_order'" in verdict.rejections[0].detail
+
+
+def test_a_condition_on_a_missing_entity_or_bad_arguments_is_rejected(tmp_path: Path) -> None:
+    success = {"state": [{"kind": "order", "id": "Z9", "field": "status", "value": "cancelled"},
+                         {"kind": "invoice", "id": "A1", "op": "exists"}],
+               "trace": TASK["success"]["trace"]}
+    plan = [{"tool": "cancel_order", "arguments": {"order_id": 17}}]
+    verdict = check([make_world(tmp_path, "ghost", tasks=[{**TASK, "success": success,
+                                                           "reference_plan": plan}])])["ghost"]
+    reasons = sorted(r.reason for r in verdict.rejections)
+    assert verdict.stage == "references"
+    assert reasons == ["invalid_plan_arguments", "unknown_entity", "unknown_entity"]
+    details = " ".join(r.detail for r in verdict.rejections)
+    assert "'Z9'" in details and "'invoice'" in details and "17 is not of type 'string'" in details
+
+
+def test_an_initial_state_that_already_meets_the_goal_is_rejected(tmp_path: Path) -> None:
+    world = copy.deepcopy(WORLD)
+    world["initial_state"]["entities"]["order"]["A1"]["status"] = "cancelled"
+    verdict = check([make_world(tmp_path, "done-already", world=world)])["done-already"]
+    assert verdict.stage == "goal" and not verdict.kept
+    assert [r.reason for r in verdict.rejections] == ["goal_already_met"]
+
+
+def test_a_task_an_empty_plan_passes_is_rejected(tmp_path: Path) -> None:
+    task = {**TASK, "success": {"trace": [{"tool": "cancel_order", "arguments": {"order_id": "A1"},
+                                           "op": "not_called"}]}}
+    verdict = check([make_world(tmp_path, "no-work", tasks=[task])])["no-work"]
+    assert verdict.stage == "goal" and [r.reason for r in verdict.rejections] == ["empty_plan_passes"]
+
+
+def test_a_reference_plan_that_fails_in_the_simulator_is_rejected(tmp_path: Path) -> None:
+    task = {**TASK, "success": {"state": TASK["success"]["state"]},
+            "reference_plan": TASK["reference_plan"][:1]}
+    backend = ScriptedBackend(default=consistent)
+    report = run_checks([make_world(tmp_path, "plan-fails", tasks=[task])], model=backend)
+    verdict = report.worlds[0]
+    assert verdict.stage == "reference_plan" and not verdict.kept
+    assert [r.reason for r in verdict.rejections] == ["reference_plan_fails"]
+    assert "order A1 field 'status' is \"pending\", wanted eq \"cancelled\"" in verdict.rejections[0].detail
+    assert len(backend.calls) == 1  # the plan ran in the simulator; no probe after a failed plan
+
+
+def test_a_near_duplicate_scenario_is_rejected_and_the_first_kept(tmp_path: Path) -> None:
+    first = make_world(tmp_path, "first")
+    twin = copy.deepcopy(WORLD)
+    twin["scenario"]["description"] = "Customers look up their orders, and cancel the ones not shipped yet!"
+    other = copy.deepcopy(WORLD)
+    other["scenario"] = {"service": "A city library's loan desk", "description": "Members borrow and "
+                         "return books; late returns pay fines.", "users": ["member"], "failure_modes": []}
+    folders = [first, make_world(tmp_path, "twin", world=twin), make_world(tmp_path, "other", world=other)]
+    verdicts = check(folders)
+    assert verdicts["first"].kept and verdicts["other"].kept  # same tools, another story: not a duplicate
+    twin_verdict = verdicts["twin"]
+    assert twin_verdict.stage == "duplicates"
+    assert [r.reason for r in twin_verdict.rejections] == ["near_duplicate"]
+    assert str(first) in twin_verdict.rejections[0].detail
+    assert check(folders, duplicate_similarity=1.0)["twin"].kept  # the threshold is the user's
+
+
+def test_the_contradiction_budget(tmp_path: Path) -> None:
+    folder = make_world(tmp_path, "forgets")
+    verdict = check([folder], model=forgetful)["forgets"]
+    assert verdict.stage == "probe" and [r.reason for r in verdict.rejections] == ["contradiction_budget"]
+    assert verdict.probe_steps == 3 and verdict.probe_contradictions == 1
+    assert "1 of 3 probe steps contradicted the ledger" in verdict.rejections[0].detail
+    assert "status" in verdict.rejections[0].detail
+    assert check([folder], model=forgetful, max_contradiction_rate=0.5)["forgets"].kept
+
+
+def test_an_unreadable_folder_is_rejected_at_load(tmp_path: Path) -> None:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "world.json").write_text("{not json")
+    verdict = check([folder])["broken"]
+    assert verdict.stage == "load" and verdict.rejections[0].reason == "invalid_world"
+    assert "world.json" in verdict.rejections[0].detail
+
+
+def test_report_counts_per_stage_and_reason_and_escapes_html(tmp_path: Path) -> None:
+    world = copy.deepcopy(WORLD)
+    world["initial_state"]["entities"]["order"]["A1"]["status"] = "cancelled"
+    bad = {**TASK, "id": "<script>alert(1)</script>",
+           "reference_plan": [{"tool": "<img src=x>", "arguments": {}}]}
+    folders = [make_world(tmp_path, "clean"), make_world(tmp_path, "done", world=world),
+               make_world(tmp_path, "xss", tasks=[bad])]
+    report = run_checks(folders, model=ScriptedBackend(default=consistent))
+    json_path, html_path = write_report(report, tmp_path / "report")
+    data = json.loads(json_path.read_text())
+    assert data["summary"]["kept"] == 1 and data["summary"]["rejected"] == 2
+    assert data["summary"]["reasons"] == {"goal_already_met": 1, "unknown_tool": 1}
+    stages = {s["stage"]: s for s in data["summary"]["stages"]}
+    assert stages["load"]["checked"] == 3 and stages["references"]["rejected"] == 1
+    assert stages["goal"] == {"stage": "goal", "checked": 2, "kept": 1, "rejected": 1,
+                              "reasons": {"goal_already_met": 1}}
+    assert stages["duplicates"]["kept"] == 1
+    page = html_path.read_text()
+    assert "<script>" not in page and "<img" not in page and "&lt;script&gt;" in page
+
+
+def test_without_a_model_the_simulator_stages_are_skipped(tmp_path: Path) -> None:
+    report = run_checks([make_world(tmp_path, "clean")], model=None)
+    assert report.skipped == ["reference_plan", "probe"] and report.worlds[0].kept
+    assert [s.stage for s in report.stages()] == ["load", "schema", "references", "goal", "duplicates"]
