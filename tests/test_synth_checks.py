@@ -212,3 +212,52 @@ def test_without_a_model_the_simulator_stages_are_skipped(tmp_path: Path) -> Non
     report = run_checks([make_world(tmp_path, "clean")], model=None)
     assert report.skipped == ["reference_plan", "probe"] and report.worlds[0].kept
     assert [s.stage for s in report.stages()] == ["load", "schema", "references", "goal", "duplicates"]
+
+
+def _cli() -> Any:
+    from agentworld.cli_support import new_app
+    from agentworld.synth.check_cli import register
+
+    app = new_app("synth")
+    register(app)
+    app.command("noop", hidden=True)(lambda: None)  # a group of one command would drop the command's name
+    return app
+
+
+def test_cli_checks_against_the_mock_server_and_writes_the_report(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentworld.serve.mock_server import MockConfig, run_mock_server
+
+    worlds = tmp_path / "worlds"
+    worlds.mkdir()
+    make_world(worlds, "a-clean")
+    ghost = {**TASK, "reference_plan": [{"tool": "nope", "arguments": {}}]}
+    make_world(worlds, "b-ghost-tool", tasks=[ghost])
+    out = tmp_path / "report"
+    with run_mock_server(MockConfig()) as url:
+        result = CliRunner().invoke(_cli(), ["check", str(worlds), "--model-base-url", url, "--model", "mock",
+                                             "--out", str(out), "--max-contradiction-rate", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "kept 0 of 2 worlds; rejected by reason: reference_plan_fails 1, unknown_tool 1" in result.output
+    data = json.loads((out / "report.json").read_text())
+    by_name = {w["name"]: w for w in data["worlds"]}
+    # the mock server answers "Command completed successfully." to every tool call: no order is cancelled
+    assert by_name["a-clean"]["stage"] == "reference_plan"
+    assert by_name["b-ghost-tool"]["stage"] == "references"
+    assert data["thresholds"]["max_contradiction_rate"] == 0.5
+    assert (out / "report.html").read_text().startswith("<!doctype html>")
+
+
+def test_cli_without_a_model_runs_the_static_checks_and_refuses_a_missing_folder(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentworld.errors import AgentWorldError
+
+    folder = make_world(tmp_path, "clean")
+    result = CliRunner().invoke(_cli(), ["check", str(folder), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert "kept 1 of 1 worlds" in result.output
+    assert "not run without --model: reference_plan, probe" in result.output
+    result = CliRunner().invoke(_cli(), ["check", str(tmp_path / "missing"), "--out", str(tmp_path / "r")])
+    assert isinstance(result.exception, AgentWorldError) and "no such world folder" in str(result.exception)

@@ -39,28 +39,12 @@ from agentworld.sim import toolschema
 from agentworld.sim.controls import ToolValidator
 from agentworld.sim.session import Simulator
 from agentworld.synth.dedup import Scenario, find_duplicates
-from agentworld.synth.report import CheckReport, Rejection, WorldVerdict
+from agentworld.synth.report import CheckReport, CheckThresholds, Rejection, WorldVerdict
 from agentworld.synth.world import PlanStep, Task, ToolStep, World, evaluate, final_state, load_world
 
 __all__ = ["CheckThresholds", "ProbeResult", "arun_checks", "run_checks", "static_rejections"]
 
 SIM_STAGES = ("reference_plan", "probe")
-
-
-class CheckThresholds(BaseModel):
-    """What the checks tolerate (written into the report)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-    duplicate_similarity: float = Field(0.9, ge=0, le=1, description="A world whose similarity to an earlier "
-                                        "kept world reaches this is a near-duplicate (0-1).")
-    text_weight: float = Field(0.5, ge=0, le=1, description="Weight of the scenario-text cosine in the "
-                               "similarity; the rest is the Jaccard similarity of the tool names.")
-    max_contradiction_rate: float = Field(0.1, ge=0, le=1, description="Largest share of probe steps whose "
-                                          "world-model answer may contradict the state ledger.")
-    probe_max_steps: int = Field(64, ge=1, le=10_000, description="Longest probe rollout, in steps.")
-    max_reasks: int = Field(1, ge=0, le=10, description="Times the simulator re-asks a contradicting answer.")
-    seed: int = Field(0, description="Seed of the simulated episodes.")
 
 
 class ProbeResult(BaseModel):

@@ -20,6 +20,22 @@ STAGES: tuple[str, ...] = ("load", "schema", "references", "goal", "reference_pl
 """The check stages, in the order a world goes through them."""
 
 
+class CheckThresholds(BaseModel):
+    """What the checks tolerate (written into the report)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    duplicate_similarity: float = Field(0.9, ge=0, le=1, description="A world whose similarity to an earlier "
+                                        "kept world reaches this is a near-duplicate (0-1).")
+    text_weight: float = Field(0.5, ge=0, le=1, description="Weight of the scenario-text cosine in the "
+                               "similarity; the rest is the Jaccard similarity of the tool names.")
+    max_contradiction_rate: float = Field(0.1, ge=0, le=1, description="Largest share of probe steps whose "
+                                          "world-model answer may contradict the state ledger.")
+    probe_max_steps: int = Field(64, ge=1, le=10_000, description="Longest probe rollout, in steps.")
+    max_reasks: int = Field(1, ge=0, le=10, description="Times the simulator re-asks a contradicting answer.")
+    seed: int = Field(0, description="Seed of the simulated episodes.")
+
+
 class Rejection(BaseModel):
     """One reason a world was rejected (a world may fail a stage for several reasons)."""
 
