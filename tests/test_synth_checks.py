@@ -261,3 +261,33 @@ def test_cli_without_a_model_runs_the_static_checks_and_refuses_a_missing_folder
     assert "not run without --model: reference_plan, probe" in result.output
     result = CliRunner().invoke(_cli(), ["check", str(tmp_path / "missing"), "--out", str(tmp_path / "r")])
     assert isinstance(result.exception, AgentWorldError) and "no such world folder" in str(result.exception)
+
+
+def test_duplicate_search_finds_what_comparing_every_pair_finds() -> None:
+    import random
+
+    from agentworld.synth.dedup import Scenario, _vectors, find_duplicates, jaccard
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(60)]
+    items: list[Scenario] = []
+    for _ in range(150):
+        if items and rng.random() < 0.4:
+            base = rng.choice(items)
+            text = base.text.split()
+            text[rng.randrange(len(text))] = rng.choice(words)
+            items.append(Scenario(" ".join(text), base.tools))
+        else:
+            items.append(Scenario(" ".join(rng.choices(words, k=40)), frozenset(rng.sample(words[:10], 3))))
+    for threshold, weight in ((0.9, 0.5), (0.7, 0.8), (0.4, 0.5), (0.95, 1.0)):
+        vectors, kept, brute = _vectors([s.text for s in items]), [], []
+        for i, item in enumerate(items):
+            scores = [(weight * sum(v * vectors[j].get(f, 0.0) for f, v in vectors[i].items())
+                       + (1 - weight) * jaccard(item.tools, items[j].tools), j) for j in kept]
+            hits = [(score, j) for score, j in scores if score >= threshold - 1e-9]
+            if hits:
+                brute.append((i, max(hits, key=lambda h: (h[0], -h[1]))[1]))
+            else:
+                kept.append(i)
+        found = [(d.index, d.of) for d in find_duplicates(items, threshold, weight)]
+        assert found == brute and len(found) > 10

@@ -4,7 +4,8 @@ Why both: a generator that repeats itself writes the same service twice in other
 is close, the tools are the same), while two worlds grown from one seed share their tools but not
 their story. The score is ``text_weight · cosine + (1 − text_weight) · jaccard``; a world whose
 score against an earlier kept world reaches the threshold is a duplicate of it (the first is kept).
-Candidates come from an inverted index, so only worlds sharing a word or a tool are compared.
+Candidates come from an inverted index of each kept world's rarest words (prefix filtering), so a
+world is compared only with the few that could reach the threshold.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import itertools
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -71,25 +72,55 @@ def find_duplicates(items: Sequence[Scenario], threshold: float, text_weight: fl
     [(1, 0)]
     """
     vectors = _vectors([s.text for s in items])
+    need = (threshold - (1 - text_weight)) / text_weight if text_weight else -1.0  # text cosine even equal
+    df: Counter[str] = Counter(f for v in vectors for f in v)
     postings: dict[str, list[int]] = defaultdict(list)
+    kept: list[int] = []
     found: list[Duplicate] = []
     for i, (item, vec) in enumerate(zip(items, vectors, strict=True)):
-        dots: dict[int, float] = defaultdict(float)
-        for f, v in vec.items():
-            for j in postings.get(f, ()):
-                dots[j] += v * vectors[j][f]
-        candidates = set(dots) | {j for t in item.tools for j in postings.get(f"\0tool:{t}", ())}
+        if need <= 0:
+            candidates: Iterable[int] = kept
+        else:
+            candidates = sorted({j for f in vec for j in postings.get(f, ())})
         best: Duplicate | None = None
-        for j in sorted(candidates):
-            text, tools = dots.get(j, 0.0), jaccard(item.tools, items[j].tools)
+        top = -1.0
+        for j in candidates:
+            text = _dot(vec, vectors[j])
+            if text < need - 1e-9:
+                continue
+            tools = jaccard(item.tools, items[j].tools)
             score = text_weight * text + (1 - text_weight) * tools
-            if score >= threshold and (best is None or score > best.similarity):
-                best = Duplicate(i, j, round(score, 4), round(text, 4), round(tools, 4))
+            if score >= threshold - 1e-9 and score > top:
+                top, best = score, Duplicate(i, j, round(score, 4), round(text, 4), round(tools, 4))
         if best is not None:
             found.append(best)
             continue
-        for f in vec:
-            postings[f].append(i)
-        for t in item.tools:
-            postings[f"\0tool:{t}"].append(i)
+        kept.append(i)
+        if need > 0:
+            for f in _prefix(vec, df, need):
+                postings[f].append(i)
     return found
+
+
+def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(f, 0.0) for f, v in a.items())
+
+
+def _prefix(vec: dict[str, float], df: Counter[str], need: float) -> list[str]:
+    """The rarest features of ``vec`` whose rest has a norm below ``need`` (prefix filtering).
+
+    Why it is enough to index these: if two vectors share none of one's prefix features, their
+    cosine is at most the norm of that one's rest, below ``need``. Rare features have short
+    postings, so a query meets few candidates instead of every world sharing a common word.
+    """
+    order = sorted(vec, key=lambda f: (df[f], f))
+    rest = sum(v * v for v in vec.values())
+    out = []
+    for f in order:
+        if rest < need * need - 1e-12:
+            break
+        out.append(f)
+        rest -= vec[f] * vec[f]
+    return out
