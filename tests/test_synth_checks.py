@@ -291,3 +291,12 @@ def test_duplicate_search_finds_what_comparing_every_pair_finds() -> None:
                 kept.append(i)
         found = [(d.index, d.of) for d in find_duplicates(items, threshold, weight)]
         assert found == brute and len(found) > 10
+
+
+def test_a_reference_plan_over_the_step_limit_is_rejected_before_any_model_call(tmp_path: Path) -> None:
+    backend = ScriptedBackend(default=consistent)
+    report = run_checks([make_world(tmp_path, "long")], model=backend,
+                        thresholds=CheckThresholds(max_plan_steps=1))
+    assert report.worlds[0].stage == "references" and backend.calls == []
+    assert [r.reason for r in report.worlds[0].rejections] == ["plan_too_long"]
+    assert "2 steps, over the 1-step limit" in report.worlds[0].rejections[0].detail

@@ -11,7 +11,8 @@ checks run cheapest first and a world leaves at the first stage it fails (``repo
   (:func:`agentworld.sim.toolschema.compile_schema`: no remote ``$ref``, RE2 patterns) and is an
   object schema; tool names are unique (``tool_schema_invalid``, ``duplicate_tool``);
 * ``references`` — tasks name only tools and entities that exist, and the reference plan's
-  arguments fit the schemas (``unknown_tool``, ``unknown_entity``, ``invalid_plan_arguments``);
+  arguments fit the schemas; plans are at most ``max_plan_steps`` long (``unknown_tool``,
+  ``unknown_entity``, ``invalid_plan_arguments``, ``plan_too_long``);
 * ``goal`` — the initial state does not already meet a task's state conditions, and an empty plan
   fails the task (``goal_already_met``, ``empty_plan_passes``);
 * ``reference_plan`` — each reference plan, run in the :class:`~agentworld.sim.session.Simulator`
@@ -93,7 +94,7 @@ def _leaves(value: Any) -> Iterable[str]:
         yield str(value)
 
 
-def reference_rejections(world: World) -> list[Rejection]:
+def reference_rejections(world: World, max_plan_steps: int = 50) -> list[Rejection]:
     names = {t.name for t in world.tools}
     kinds = set(world.initial_state.entities) | {tool_noun(n) for n in names}
     validator = ToolValidator([t.model_dump() for t in world.tools])
@@ -102,6 +103,10 @@ def reference_rejections(world: World) -> list[Rejection]:
         def bad(reason: str, detail: str, task: Task = task) -> None:
             out.append(Rejection(reason=reason, detail=detail, task=task.id))
 
+        if len(task.reference_plan) > max_plan_steps:
+            bad("plan_too_long", f"the reference plan has {len(task.reference_plan)} steps, over the "
+                f"{max_plan_steps}-step limit")
+            continue
         named = {v for step in task.reference_plan for v in _leaves(step.arguments)}
         for k, step in enumerate(task.reference_plan, 1):
             if step.tool not in names:
@@ -139,9 +144,12 @@ def goal_rejections(world: World) -> list[Rejection]:
     return out
 
 
-def static_rejections(world: World) -> tuple[str, list[Rejection]] | None:
+def static_rejections(world: World,
+                      thresholds: CheckThresholds | None = None) -> tuple[str, list[Rejection]] | None:
     """The first static stage ``world`` fails and why (``None``: it passes them all); no model needed."""
-    for stage, check in (("schema", schema_rejections), ("references", reference_rejections),
+    limits = thresholds or CheckThresholds()
+    for stage, check in (("schema", schema_rejections),
+                         ("references", lambda w: reference_rejections(w, limits.max_plan_steps)),
                          ("goal", goal_rejections)):
         found = check(world)
         if found:
@@ -229,7 +237,7 @@ async def arun_checks(world_dirs: Sequence[str | Path], *, model: ChatBackend | 
     for i, (path, world) in enumerate(zip(paths, loaded, strict=True)):
         if isinstance(world, Rejection):
             verdicts[i] = WorldVerdict(path=str(path), kept=False, stage="load", rejections=[world])
-        elif (failed := static_rejections(world)) is not None:
+        elif (failed := static_rejections(world, limits)) is not None:
             verdicts[i] = WorldVerdict(path=str(path), name=world.name, kept=False, stage=failed[0],
                                        rejections=failed[1])
     probes: dict[int, ProbeResult] = {}

@@ -31,6 +31,8 @@ class CheckThresholds(BaseModel):
                                "similarity; the rest is the Jaccard similarity of the tool names.")
     max_contradiction_rate: float = Field(0.1, ge=0, le=1, description="Largest share of probe steps whose "
                                           "world-model answer may contradict the state ledger.")
+    max_plan_steps: int = Field(50, ge=1, le=10_000, description="Longest reference plan a task may have "
+                                "(each step is a world-model call).")
     probe_max_steps: int = Field(64, ge=1, le=10_000, description="Longest probe rollout, in steps.")
     max_reasks: int = Field(1, ge=0, le=10, description="Times the simulator re-asks a contradicting answer.")
     seed: int = Field(0, description="Seed of the simulated episodes.")
