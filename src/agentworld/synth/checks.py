@@ -43,7 +43,7 @@ from agentworld.synth.dedup import Scenario, find_duplicates
 from agentworld.synth.report import CheckReport, CheckThresholds, Rejection, WorldVerdict
 from agentworld.synth.world import PlanStep, Task, ToolStep, World, evaluate, final_state, load_world
 
-__all__ = ["CheckThresholds", "ProbeResult", "arun_checks", "run_checks", "static_rejections"]
+__all__ = ["CheckThresholds", "ProbeResult", "arun_checks", "check_world", "run_checks", "static_rejections"]
 
 SIM_STAGES = ("reference_plan", "probe")
 
@@ -280,3 +280,9 @@ def run_checks(world_dirs: Sequence[str | Path], *, model: ChatBackend | None,
     """:func:`arun_checks` from synchronous code (not inside a running event loop)."""
     return asyncio.run(arun_checks(world_dirs, model=model, thresholds=thresholds, cache=cache,
                                    concurrency=concurrency))
+
+
+def check_world(world_dir: str | Path, *, model: ChatBackend | None = None,
+                thresholds: CheckThresholds | None = None) -> WorldVerdict:
+    """One world folder's verdict (no near-duplicate stage: that compares worlds with each other)."""
+    return run_checks([world_dir], model=model, thresholds=thresholds).worlds[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentworld.cli_support import config_command, new_app
+from agentworld.synth.check_cli import register as register_check
 from agentworld.synth.config import SynthEnvsConfig
 
 app = new_app("Synthesize environments: world folders from seeds and a generator model.")
@@ -49,3 +50,5 @@ def _envs(config: SynthEnvsConfig) -> None:
 
 config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "
                "(scenario, tools, initial state, tasks, reference plans); resumable, concurrent.")
+
+register_check(app)
