@@ -317,3 +317,15 @@ def test_a_missing_seed_file_is_one_red_line(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2 and done.stderr.strip() == f"error: {tmp_path / 'no'}: no such seed file"
+
+
+@needs_tau
+def test_a_rerun_with_other_seeds_redoes_the_environments_it_does_not_match(tmp_path: Path) -> None:
+    first = run_factory(scripted(), tmp_path, read_seeds([TOOLS]))
+    again = run_factory(scripted(), tmp_path, read_seeds([TOOLS]))
+    other = run_factory(scripted(), tmp_path, read_seeds([TAU], limit=1))
+    assert (first.requests_sent, again.requests_sent, again.requests_cached) == (4, 0, 0)
+    assert other.requests_sent == 5, "stage files of another seed are not reused"
+    world = load_world(tmp_path / "env_00000")
+    assert world.provenance.seeds[0].startswith(TAU.name)
+    assert [t.model_dump() for t in world.tools] != json.loads(TOOLS.read_text())["tools"]

@@ -36,8 +36,9 @@ def serve_args(mock_url: str, *extra: str) -> list[str]:
 
 
 async def list_and_call(world: Path, mock_url: str) -> tuple[list[str], str, bool]:
-    params = StdioServerParameters(command=sys.executable, args=serve_args(mock_url, "--world", str(world)),
-                                   env=dict(os.environ))
+    params = StdioServerParameters(
+        command=sys.executable, args=serve_args(mock_url, "--world", str(world)), env=dict(os.environ)
+    )
     async with Client(params) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         bad = await client.call_tool("get_reservation_details", {})
@@ -60,20 +61,44 @@ def test_a_world_folder_is_listed_and_called_with_its_initial_entities(tmp_path:
     assert "get_reservation_details" in prompt and "window seat" in prompt and "R1" in prompt
 
 
-@pytest.mark.parametrize(("extra", "expected"), [
-    (["--tools", "x.json", "--world", "w"], "give exactly one of --tools FILE and --world DIR"),
-    ([], "give exactly one of --tools FILE and --world DIR"),
-    (["--world", "{bad}"], "world.json [tool 0], field 'inputSchema': tool 't': invalid inputSchema: "
-                          "reference 'http://evil.example/schema' points outside the schema"),
-])
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--tools", "x.json", "--world", "w"], "give exactly one of --tools FILE and --world DIR"),
+        ([], "give exactly one of --tools FILE and --world DIR"),
+        (
+            ["--world", "{bad}"],
+            "world.json [tool 0], field 'inputSchema': tool 't': invalid inputSchema: "
+            "reference 'http://evil.example/schema' points outside the schema",
+        ),
+    ],
+)
 def test_bad_world_options_are_one_red_line(tmp_path: Path, extra: list[str], expected: str) -> None:
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "world.json").write_text(json.dumps({**WORLD, "tools": [{"name": "t", "inputSchema": {
-        "type": "object", "properties": {"a": {"$ref": "http://evil.example/schema"}}}}]}))
+    (bad / "world.json").write_text(
+        json.dumps(
+            {
+                **WORLD,
+                "tools": [
+                    {
+                        "name": "t",
+                        "inputSchema": {
+                            "type": "object",
+                            "properties": {"a": {"$ref": "http://evil.example/schema"}},
+                        },
+                    }
+                ],
+            }
+        )
+    )
     args = [str(bad) if a == "{bad}" else a for a in extra]
-    done = subprocess.run([sys.executable, *serve_args("http://127.0.0.1:9/v1", *args)], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, *serve_args("http://127.0.0.1:9/v1", *args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and expected in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
@@ -95,8 +120,10 @@ def test_http_sessions_name_world_folders_only_inside_the_worlds_root(tmp_path: 
         made = client.post("/v1/sessions", json={"world": "airline"})
         assert made.status_code == 200, made.text
         sid = made.json()["session_id"]
-        step = client.post(f"/v1/sessions/{sid}/step", json={"action": {
-            "tool_name": "get_reservation_details", "arguments": {"reservation_id": "R1"}}})
+        step = client.post(
+            f"/v1/sessions/{sid}/step",
+            json={"action": {"tool_name": "get_reservation_details", "arguments": {"reservation_id": "R1"}}},
+        )
         assert step.status_code == 200, step.text
         prompt = json.dumps(requests_seen(mock_url)[before:][0]["messages"])
         assert "window seat" in prompt and "cancel_reservation" in prompt
@@ -112,3 +139,94 @@ def test_http_sessions_name_world_folders_only_inside_the_worlds_root(tmp_path: 
     with serve(create_app(closed)) as url, httpx.Client(base_url=url, timeout=30) as client:
         refused = client.post("/v1/sessions", json={"world": "airline"})
         assert refused.status_code == 422 and "--worlds-root" in refused.text
+
+
+def test_train_rollout_runs_on_a_world_folder_with_its_first_task(tmp_path: Path) -> None:
+    """``train rollout --world DIR``: the world's tools and entities, the agent given its first task."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: dict[str, list[str]] = {"agent": [], "world": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            who = self.path.split("/")[1]
+            seen[who].append(json.dumps(body["messages"]))
+            if who == "agent":
+                content = (
+                    '{"tool_name": "cancel_reservation", "arguments": {"reservation_id": "R1"}}'
+                    if len(body["messages"]) <= 2
+                    else "All done."
+                )
+            else:
+                content = (
+                    '<predicted_observation>{"reservation_id": "R1", "status": "cancelled"}'
+                    "</predicted_observation>"
+                )
+            data = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": content},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    world = write(tmp_path, WORLD, [TASK])
+    out = tmp_path / "episodes.jsonl"
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentworld",
+                "train",
+                "rollout",
+                "--world",
+                str(world),
+                "--out",
+                str(out),
+                "--episodes",
+                "1",
+                "--max-turns",
+                "2",
+                "--agent-base-url",
+                f"{url}/agent/v1",
+                "--agent-model",
+                "agent",
+                "--model-base-url",
+                f"{url}/world/v1",
+                "--model",
+                "world",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "AGENTWORLD_AGENT_API_KEY": "a", "AGENTWORLD_MODEL_API_KEY": "w"},
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["episodes"] == 1
+    assert TASK["instruction"] in seen["agent"][0] and "cancel_reservation" in seen["agent"][0]
+    assert "window seat" in seen["world"][0] and "R1" in seen["world"][0]

@@ -17,6 +17,7 @@ each finished world folder when that module is installed.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -110,8 +111,8 @@ class Factory:
     async def environment(self, name: str, seed: Seed) -> EnvOutcome:
         root = self.out / name
         status = root / "status.json"
-        if status.exists():
-            done = json.loads(status.read_text("utf-8"))
+        done = json.loads(status.read_text("utf-8")) if status.exists() else None
+        if done is not None and done.get("seed") == seed.id:
             for stage in STAGES:
                 self.advance(stage)
             return EnvOutcome(name, bool(done.get("kept")), list(done.get("rejections", [])))
@@ -122,7 +123,9 @@ class Factory:
             result = (
                 ToolsOut.model_validate({"tools": seed.tools})
                 if stage == "tools" and seed.tools
-                else await self._stage(root / "stages" / f"{number:02d}_{stage}.json", name, stage, inputs)
+                else await self._stage(
+                    root / "stages" / f"{number:02d}_{stage}.json", name, stage, inputs, seed.id
+                )
             )
             self.advance(stage)
             if isinstance(result, StageRejection):
@@ -130,15 +133,17 @@ class Factory:
                 _write_json(root / "stages" / "rejected.json", rejection)
                 for later in STAGES[number:]:
                     self.advance(later)
-                return self._finish(root, name, False, [rejection])
+                return self._finish(root, name, seed.id, False, [rejection])
             outputs[stage] = result
         world = self._world(name, seed, outputs)
         save_world(world, root)
         rejections = await asyncio.to_thread(_checks, root)
-        return self._finish(root, name, not rejections, rejections)
+        return self._finish(root, name, seed.id, not rejections, rejections)
 
-    def _finish(self, root: Path, name: str, kept: bool, rejections: list[dict[str, Any]]) -> EnvOutcome:
-        _write_json(root / "status.json", {"kept": kept, "rejections": rejections})
+    def _finish(
+        self, root: Path, name: str, seed: str, kept: bool, rejections: list[dict[str, Any]]
+    ) -> EnvOutcome:
+        _write_json(root / "status.json", {"seed": seed, "kept": kept, "rejections": rejections})
         return EnvOutcome(name, kept, rejections)
 
     @staticmethod
@@ -152,18 +157,17 @@ class Factory:
             inputs["tasks"] = inputs["tasks"]["tasks"]
         return inputs
 
-    async def _stage(self, path: Path, name: str, stage: str, inputs: dict[str, Any]) -> Any:
+    async def _stage(self, path: Path, name: str, stage: str, inputs: dict[str, Any], seed: str) -> Any:
         from agentworld.synth.stages import MODELS
 
+        text = prompt(stage, inputs)
+        digest = hashlib.sha256(text.encode()).hexdigest()
         if path.exists():
             saved = json.loads(path.read_text("utf-8"))
-            if saved.get("version") == STAGE_VERSIONS[stage]:
+            if (saved.get("version"), saved.get("inputs_sha256")) == (STAGE_VERSIONS[stage], digest):
                 return MODELS[stage].model_validate(saved["output"])
         request = ChatRequest(
-            messages=(
-                Message(role="system", content=SYSTEM),
-                Message(role="user", content=prompt(stage, inputs)),
-            ),
+            messages=(Message(role="system", content=SYSTEM), Message(role="user", content=text)),
             model=self.model,
             max_tokens=self.max_tokens,
             temperature=0.0,
@@ -179,6 +183,8 @@ class Factory:
                     "stage": stage,
                     "version": STAGE_VERSIONS[stage],
                     "env": name,
+                    "seed": seed,
+                    "inputs_sha256": digest,
                     "output": result.model_dump(mode="json"),
                 },
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentworld.cli_support import cli_flags, config_command, new_app
 from agentworld.endpoints import AgentEndpoint, ModelEndpoint
@@ -37,7 +37,10 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
     """Run Sim RL episodes of an agent against a simulated MCP world; write the episodes as unified
     trajectories to OUT plus OUT.steps.jsonl and OUT.rl.jsonl (RL exports)."""
 
-    tools: Path = Field(description='MCP tools/list JSON (a list, or {"tools": [...]}).')
+    tools: Path | None = Field(None, description='MCP tools/list JSON (a list, or {"tools": [...]}); or '
+                               "--world.")
+    world: Path | None = Field(None, description="World folder (world.json, tasks.jsonl): its tools and "
+                               "initial entities; --task defaults to its first task.")
     out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.")
     episodes: int = Field(8, ge=1, description="Number of episodes.")
     max_turns: int = Field(10, ge=1, description="Most agent turns per episode.")
@@ -59,6 +62,12 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
         if unknown:
             raise ValueError(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}")
         return kinds
+
+    @model_validator(mode="after")
+    def _tools_or_world(self) -> RolloutOptions:
+        if (self.tools is None) == (self.world is None):
+            raise ValueError("give exactly one of --tools FILE and --world DIR")
+        return self
 
 
 def _report(result: Any) -> None:

@@ -35,12 +35,21 @@ def run_rollout_command(options: RolloutOptions) -> None:
 
     curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in options.fault_kinds],
                             rate_start=options.rate_start, rate_end=options.rate_end)
-    spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
+    task = options.task
+    if options.world is not None:
+        from agentworld.synth.world import load_world
+
+        loaded = load_world(options.world)
+        spec = loaded.to_spec()
+        task = task or (loaded.tasks[0].instruction if loaded.tasks else "")
+    else:
+        assert options.tools is not None
+        spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
     agent = build_backend(options.agent_model, options.agent_base_url, options.agent_api_key)
     world = build_backend(options.model, options.model_base_url, options.model_api_key,
                           corpus=options.model_corpus)
     done = list(run_rollouts(agent, world, spec, curriculum, options.episodes, options.max_turns,
-                             task=options.task, seed=options.seed, agent_model=options.agent_model))
+                             task=task, seed=options.seed, agent_model=options.agent_model))
     out = options.out
     write_episodes(out, done)
     atomic_write_jsonl(out.with_suffix(".steps.jsonl"), episode_rl_rows(done))
