@@ -80,7 +80,8 @@ def check(folders: list[Path], model: Any = None, **limits: Any) -> dict[str, An
 def test_a_clean_world_is_kept(tmp_path: Path) -> None:
     verdict = check([make_world(tmp_path, "clean")])["clean"]
     assert verdict.kept and verdict.stage is None and verdict.rejections == []
-    assert verdict.probe_steps == 3 and verdict.probe_contradictions == 0  # plan, then get_order again
+    # a read of order A1 (the initial entity), the plan, then get_order again
+    assert verdict.probe_steps == 4 and verdict.probe_contradictions == 0
 
 
 @pytest.mark.parametrize(("schema", "says"), [
@@ -172,10 +173,21 @@ def test_the_contradiction_budget(tmp_path: Path) -> None:
     folder = make_world(tmp_path, "forgets")
     verdict = check([folder], model=forgetful)["forgets"]
     assert verdict.stage == "probe" and [r.reason for r in verdict.rejections] == ["contradiction_budget"]
-    assert verdict.probe_steps == 3 and verdict.probe_contradictions == 1
-    assert "1 of 3 probe steps contradicted the ledger" in verdict.rejections[0].detail
+    assert verdict.probe_steps == 4 and verdict.probe_contradictions == 1
+    assert "1 of 4 probe steps contradicted the ledger" in verdict.rejections[0].detail
     assert "status" in verdict.rejections[0].detail
     assert check([folder], model=forgetful, max_contradiction_rate=0.5)["forgets"].kept
+
+
+def test_the_probe_reads_each_initial_entity(tmp_path: Path) -> None:
+    def inventive(request: ChatRequest) -> str:  # shows order A1 as shipped, which it never was
+        call = _calls(request)[-1]
+        return _observation("A1", "cancelled" if call["tool_name"] == "cancel_order" else "shipped")
+
+    task = {**TASK, "reference_plan": TASK["reference_plan"][1:]}  # the plan itself never reads A1
+    verdict = check([make_world(tmp_path, "invents", tasks=[task])], model=inventive)["invents"]
+    assert verdict.stage == "probe" and verdict.probe_steps == 2 and verdict.probe_contradictions == 1
+    assert 'order A1 had status="pending"' in verdict.rejections[0].detail
 
 
 def test_an_unreadable_folder_is_rejected_at_load(tmp_path: Path) -> None:

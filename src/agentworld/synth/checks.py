@@ -17,8 +17,9 @@ checks run cheapest first and a world leaves at the first stage it fails (``repo
   fails the task (``goal_already_met``, ``empty_plan_passes``);
 * ``reference_plan`` — each reference plan, run in the :class:`~agentworld.sim.session.Simulator`
   against the world model, reaches its success condition (``reference_plan_fails``);
-* ``probe`` — one rollout of every plan, then each read-only call again, contradicts the state
-  ledger on at most ``max_contradiction_rate`` of its answered steps (``contradiction_budget``);
+* ``probe`` — one rollout (a read of each initial entity, every plan, then each read-only call
+  again) contradicts the state ledger on at most ``max_contradiction_rate`` of its answered steps
+  (``contradiction_budget``);
 * ``duplicates`` — among the worlds left, near-duplicates of an earlier one (``near_duplicate``).
 """
 
@@ -181,11 +182,29 @@ async def plan_rejections(sim: Simulator, world: World, seed: int) -> list[Rejec
     return out
 
 
+def entity_reads(world: World) -> list[PlanStep]:
+    """A read of each initial entity that some read-only tool looks up by id alone.
+
+    ``get_order(order_id)`` reads every ``order``: a tool qualifies when it does not mutate, its
+    noun is the entity's kind and its only required argument is ``<kind>_id`` or ``id``.
+    """
+    readers: dict[str, tuple[str, str]] = {}
+    for tool in world.tools:
+        required = tool.inputSchema.get("required") or []
+        kind = tool_noun(tool.name)
+        if (not is_mutating(tool.name) and len(required) == 1 and required[0] in (f"{kind}_id", "id")
+                and kind not in readers):
+            readers[kind] = (tool.name, required[0])
+    return [PlanStep(tool=readers[kind][0], arguments={readers[kind][1]: ident})
+            for kind, items in world.initial_state.entities.items() if kind in readers for ident in items]
+
+
 async def probe(sim: Simulator, world: World, thresholds: CheckThresholds) -> ProbeResult:
-    """Every reference plan in one episode, then each read-only call of them again (re-reads are what
-    a ledger can contradict), at most ``probe_max_steps`` steps."""
+    """One episode: a read of each initial entity (:func:`entity_reads`), every reference plan, then
+    each read-only call again (re-reads are what a ledger can contradict); at most
+    ``probe_max_steps`` steps."""
     calls = [step for task in world.tasks for step in task.reference_plan]
-    calls += [step for step in calls if not is_mutating(step.tool)]
+    calls = [*entity_reads(world), *calls, *(step for step in calls if not is_mutating(step.tool))]
     ran = await _episode(sim, world, calls[:thresholds.probe_max_steps], thresholds.seed)
     answered = [(c, r) for c, r in ran if r.source in ("world_model", "cache")]
     hit = [(c, r) for c, r in answered if r.contradictions]
