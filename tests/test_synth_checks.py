@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agentworld.models.base import ChatRequest
@@ -245,9 +246,14 @@ def test_cli_checks_against_the_mock_server_and_writes_the_report(tmp_path: Path
     out = tmp_path / "report"
     with run_mock_server(MockConfig()) as url:
         args = ["synth", "check", str(worlds), "--model-base-url", url, "--model", "mock", "--out", str(out),
-                "--max-contradiction-rate", "0.5"]
+                "--max-contradiction-rate", "0.5", "--cache", str(tmp_path / "cache.jsonl")]
         result = CliRunner().invoke(_cli(), args)
-    assert result.exit_code == 0, result.output
+        log = url.removesuffix("/v1") + "/_mock/requests"
+        sent = len(httpx.get(log).json())
+        again = CliRunner().invoke(_cli(), args)
+        assert len(httpx.get(log).json()) == sent  # the second run's answers all came from the cache
+    assert result.exit_code == 0 and again.exit_code == 0, result.output
+    assert sent == 2 and again.output == result.output  # the clean world's plan: get_order, cancel_order
     assert "kept 0 of 2 worlds; rejected by reason: reference_plan_fails 1, unknown_tool 1" in result.output
     data = json.loads((out / "report.json").read_text())
     by_name = {w["name"]: w for w in data["worlds"]}

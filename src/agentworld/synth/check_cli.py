@@ -28,6 +28,8 @@ class SynthCheckConfig(ModelEndpoint, CheckThresholds):
         "contradiction probe): the served model name with --model-base-url, else a backend name; without it "
         "only the static checks run.")
     concurrency: int = Field(8, ge=1, le=1024, description="Worlds simulated at once.")
+    cache: Path | None = Field(None, description="Journal of world-model answers (JSONL): a re-run, after a "
+                               "crash or with other thresholds, re-sends no request answered before.")
 
 
 WORLDS = typer.Argument(..., help="World folders, or folders whose sub-folders are world folders.",
@@ -65,10 +67,15 @@ def _check(config: SynthCheckConfig, worlds: list[Path]) -> None:
                                 corpus=config.model_corpus)
 
     async def run() -> Any:
+        from agentworld.models.cache import ResponseCache
+
+        cache = ResponseCache(config.cache) if config.cache is not None and backend is not None else None
         try:
-            return await arun_checks(folders, model=backend, thresholds=limits,
+            return await arun_checks(folders, model=backend, thresholds=limits, cache=cache,
                                      concurrency=config.concurrency)
         finally:
+            if cache is not None:
+                cache.close()
             close = getattr(backend, "aclose", None)
             if close is not None:
                 await close()
