@@ -1,0 +1,1 @@
+"""Synthesized and fictional environments (issue 11): worlds nobody recorded, checked before use."""
