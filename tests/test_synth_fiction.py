@@ -100,11 +100,14 @@ def _queries(bible: Bible, world: FictionSearchWorld) -> list[dict[str, Any]]:
     for e in bible.entities:
         for a in e.attributes:
             calls.append({"tool_name": "web_search", "arguments": {"query": f"{e.name} {label(a)}"}})
-            calls.append({"tool_name": "web_search", "arguments": {"query": f"what is the {label(a)} of {e.name}?"}})
-            top = re.search(r"^\[1\] (\S+)", world.truth("web_search", {"query": f"{e.name} {label(a)}"}), re.M)
+            question = f"what is the {label(a)} of {e.name}?"
+            calls.append({"tool_name": "web_search", "arguments": {"query": question}})
+            first = world.truth("web_search", {"query": f"{e.name} {label(a)}"})
+            top = re.search(r"^\[1\] (\S+)", first, re.M)
             assert top is not None
             calls.append({"tool_name": "web_extractor", "arguments": {"url": top.group(1), "goal": label(a)}})
-    calls += [{"tool_name": "web_extractor", "arguments": {"url": bible.base_url + f"list/{k}"}} for k in bible.kinds()]
+    calls += [{"tool_name": "web_extractor", "arguments": {"url": bible.base_url + f"list/{k}"}}
+              for k in bible.kinds()]
     return calls[:200]
 
 
@@ -143,7 +146,8 @@ def test_ledger_names_a_misstated_fact_and_an_invented_page(bible: Bible, world:
     city = bible.entities[0]
     action = format_tool_action("web_extractor", {"url": bible.base_url + f"settlement/{city.id}"})
     page = world.truth("web_extractor", {"url": bible.base_url + f"settlement/{city.id}"})
-    wrong = page.replace(f"is {city.attributes['population']}.", f"is {int(city.attributes['population']) + 7}.")
+    population = int(city.attributes["population"])
+    wrong = page.replace(f"is {population}.", f"is {population + 7}.")
     found = world.ledger().check(action, wrong + "\nSee https://elsewhere.example/x")
     kinds = sorted(c.kind for c in found)
     assert kinds == ["bible_fact", "bible_url"]
@@ -204,7 +208,8 @@ def _generator(bible: Bible, drift: set[str], stubborn: set[str]) -> ScriptedBac
     return ScriptedBackend(default=reply, name="gen")
 
 
-def test_generator_bible_refuses_drifting_profiles_and_resumes_from_its_cache(bible: Bible, tmp_path: Any) -> None:
+def test_generator_bible_refuses_drifting_profiles_and_resumes_from_its_cache(bible: Bible,
+                                                                            tmp_path: Any) -> None:
     names = [e.name for e in bible.entities]
     backend = _generator(bible, drift={names[0]}, stubborn={names[1]})
     cache = ResponseCache(tmp_path / "cache.jsonl")
@@ -218,3 +223,95 @@ def test_generator_bible_refuses_drifting_profiles_and_resumes_from_its_cache(bi
     again = _generator(bible, drift={names[0]}, stubborn={names[1]})
     remade, _ = asyncio.run(generate_bible(TOPIC, again, ResponseCache(tmp_path / "cache.jsonl"), seed=1))
     assert again.calls == [] and remade == made
+
+
+# ---- the MCP world ---------------------------------------------------------------------------------------
+
+def test_mcp_entity_store_runs_each_reference_plan_to_its_answer(bible: Bible) -> None:
+    from agentworld.synth.fiction.mcp import EntityStore, entity_table, mcp_tasks, mcp_tools
+
+    names = {t["name"] for t in mcp_tools(bible)}
+    assert {"get_guild", "list_guilds", "search_settlements", "update_person"} <= names
+    tasks = mcp_tasks(bible, limit=0)
+    assert {t["id"].split("-")[0] for t in tasks} == {"table", "fact", "update"}
+    initial = entity_table(bible)
+    for task in tasks:
+        store = EntityStore(bible)
+        outputs = [json.loads(store.call(s["tool"], s["arguments"])) for s in task["reference_plan"]]
+        assert all("error" not in o for o in outputs), task["id"]
+        if task["id"].startswith("table-"):
+            (rows,) = outputs[0].values()
+            ref = task["reference_answer"]
+            keys = [c.replace(" ", "_") for c in ref["columns"]]
+            got = {"columns": ref["columns"], "rows": [[r[k] for k in keys] for r in rows]}
+            assert score_table(got, ref).item_f1 == 100.0
+        elif task["id"].startswith("fact-"):
+            assert task["reference_answer"] in json.dumps(outputs[0])
+        else:
+            (cond,) = task["success"]["state"]
+            assert store.state[cond["kind"]][cond["id"]][cond["field"]] == cond["value"]
+            assert initial[cond["kind"]][cond["id"]][cond["field"]] != cond["value"]
+    store = EntityStore(bible)
+    assert "no guild with id" in store.call("get_guild", {"id": "nope"})
+    assert "has no field" in store.call("update_guild", {"id": bible.entities[-1].id, "fields": {"x": 1}})
+
+
+# ---- the command -----------------------------------------------------------------------------------------
+
+@pytest.fixture()
+def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The root CLI; ``synth`` served by this package's app until the synth group registers ``world``."""
+    from typer.testing import CliRunner
+
+    from agentworld import cli as root
+
+    if "synth" not in root.COMMANDS:
+        monkeypatch.setitem(root.COMMANDS, "synth", root.LazyCommand("agentworld.synth.fiction.cli:app",
+                                                                     "Fictional worlds."))
+    runner = CliRunner()
+    return lambda *args: runner.invoke(root.app, list(args))
+
+
+def test_synth_world_search_offline_writes_a_consistent_world(cli: Any, tmp_path: Any) -> None:
+    from agentworld.synth.fiction.build import load_bible, load_search_world
+
+    out = tmp_path / "amber"
+    result = cli("synth", "world", "--domain", "search", "--topic", TOPIC, "--out", str(out), "--seed", "3")
+    assert result.exit_code == 0, result.output
+    assert "18 entities, 21 documents" in result.output
+    assert load_bible(out) == procedural_bible(TOPIC, seed=3)
+    tasks = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
+    assert len(tasks) == 30 + len(table_tasks(load_bible(out)))
+    world = load_search_world(out)
+    hit = world.truth("web_search", {"query": "list of guilds"})
+    assert hit.startswith("[1] https://the-amber-coast.fiction.example/")
+    again = cli("synth", "world", "--domain", "search", "--topic", TOPIC, "--out", str(out), "--seed", "3")
+    assert again.exit_code == 0 and load_bible(out) == procedural_bible(TOPIC, seed=3)
+
+
+def test_synth_world_mcp_writes_a_world_folder(cli: Any, tmp_path: Any) -> None:
+    out = tmp_path / "registry"
+    result = cli("synth", "world", "--domain", "mcp", "--topic", TOPIC, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "world.json").read_text())
+    assert doc["version"] == 1 and doc["domain"] == "mcp"
+    assert set(doc["initial_state"]["entities"]) == {"guild", "person", "settlement"}
+    tasks = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
+    assert any(t["success"]["state"] for t in tasks) and any(t["reference_answer"] for t in tasks)
+
+
+def test_synth_world_refuses_a_folder_with_other_files(cli: Any, tmp_path: Any) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    result = cli("synth", "world", "--domain", "search", "--topic", TOPIC, "--out", str(tmp_path))
+    assert result.exit_code == 2 and "notes.txt" in result.output
+    assert (tmp_path / "notes.txt").read_text() == "mine" and not (tmp_path / "bible.json").exists()
+
+
+def test_load_bible_names_the_bad_field(tmp_path: Any) -> None:
+    from agentworld.errors import DataError
+    from agentworld.synth.fiction.build import load_bible
+
+    (tmp_path / "bible.json").write_text(json.dumps({"topic": "x", "entities": [{"id": "Bad Id", "kind": "k",
+                                                                                    "name": "n"}]}))
+    with pytest.raises(DataError, match=r"entities\.0\.id"):
+        load_bible(tmp_path)

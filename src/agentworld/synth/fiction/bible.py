@@ -128,14 +128,15 @@ def check_bible(bible: Bible) -> list[str]:
     for doc in bible.documents:
         for fact in doc.facts:
             where = f"document {doc.id}: fact {fact.entity}.{fact.attribute}"
-            entity = bible.entity(fact.entity)
-            if entity is None:
+            found = bible.entity(fact.entity)
+            table = None if found is None else found.attributes.get(fact.attribute)
+            if found is None:
                 problems.append(f"{where}: no entity {fact.entity!r}")
-            elif fact.attribute not in entity.attributes:
-                problems.append(f"{where}: {entity.kind} has no attribute {fact.attribute!r}")
-            elif normalise(render_value(entity.attributes[fact.attribute])) != normalise(render_value(fact.value)):
+            elif table is None:
+                problems.append(f"{where}: {found.kind} has no attribute {fact.attribute!r}")
+            elif normalise(render_value(table)) != normalise(render_value(fact.value)):
                 problems.append(f"{where}: states {render_value(fact.value)!r}, the entity table says "
-                                f"{render_value(entity.attributes[fact.attribute])!r}")
+                                f"{render_value(table)!r}")
             elif not states(doc.text, fact.value):
                 problems.append(f"{where}: the text does not state {render_value(fact.value)!r}")
     return problems

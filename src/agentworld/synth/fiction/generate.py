@@ -28,7 +28,8 @@ SYSTEM = ("You invent self-consistent fictional worlds. Answer with one JSON obj
 ENTITIES_PROMPT = """Invent the world "{topic}" (variation {seed}).
 Give {count} entities of 2 to 4 kinds. Every entity of a kind has the same attributes (3 to 5, snake_case
 names); values are short strings or numbers. Names are unique.
-JSON: {{"entities": [{{"kind": "city", "name": "...", "attributes": {{"population": 1200, "ruler": "..."}}}}]}}"""
+JSON: {{"entities": [{{"kind": "city", "name": "...",
+  "attributes": {{"population": 1200, "ruler": "..."}}}}]}}"""
 PROFILE_PROMPT = """Write the encyclopedia page of this {kind} of "{topic}":
 {entity}
 State every attribute in a sentence of the form "The <attribute words> of <name> is <value>." and add
@@ -49,8 +50,8 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
 
 
 async def _ask(backend: ChatBackend, cache: ResponseCache, prompt: str, attempt: int = 0) -> str:
-    request = ChatRequest(messages=(Message(role="system", content=SYSTEM), Message(role="user", content=prompt)),
-                          model=backend.name, temperature=0.0)
+    messages = (Message(role="system", content=SYSTEM), Message(role="user", content=prompt))
+    request = ChatRequest(messages=messages, model=backend.name, temperature=0.0)
     return (await cache.call(backend, request, attempt)).result.content
 
 
@@ -61,19 +62,20 @@ def entities_from(data: dict[str, Any]) -> list[Entity]:
         raise AgentWorldError("the generator's entities: expected a non-empty list under 'entities'")
     out: list[Entity] = []
     for i, row in enumerate(rows):
-        if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not isinstance(row.get("kind"), str):
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) for k in ("name", "kind")):
             raise AgentWorldError(f"the generator's entities[{i}]: needs 'kind' and 'name' strings")
-        attrs = row.get("attributes") if isinstance(row.get("attributes"), dict) else {}
+        attrs = row.get("attributes")
+        attrs = attrs if isinstance(attrs, dict) else {}
         clean = {slug(k).replace("-", "_"): v for k, v in attrs.items()
                  if isinstance(v, str | int | float) and not isinstance(v, bool)}
-        out.append(Entity(id=slug(row["name"]), kind=slug(row["kind"]).replace("-", "_"), name=row["name"].strip(),
-                          attributes=clean))
+        out.append(Entity(id=slug(row["name"]), kind=slug(row["kind"]).replace("-", "_"),
+                          name=row["name"].strip(), attributes=clean))
     return out
 
 
 def _profile(entity: Entity, data: dict[str, Any]) -> BibleDocument:
     facts = [StatedFact(entity=entity.id, attribute=str(f.get("attribute", "")).replace(" ", "_"),
-                        value=f.get("value"))  # type: ignore[arg-type]
+                        value=f.get("value"))
              for f in data.get("facts", []) if isinstance(f, dict)]
     return BibleDocument(id=f"{entity.kind}/{entity.id}", title=str(data.get("title") or entity.name),
                          text=str(data.get("text") or ""), facts=facts)

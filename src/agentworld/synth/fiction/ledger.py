@@ -17,7 +17,15 @@ from typing import Any
 
 from agentworld.domains.actions import tool_call
 from agentworld.domains.ledger import Contradiction, bounded
-from agentworld.synth.fiction.bible import Bible, BibleDocument, Entity, label, normalise, render_value, states
+from agentworld.synth.fiction.bible import (
+    Bible,
+    BibleDocument,
+    Entity,
+    label,
+    normalise,
+    render_value,
+    states,
+)
 
 _URL = re.compile(r"https?://[^\s)\]>\"']+")
 _RESULT = re.compile(r"^\[(\d+)\] (\S+)\s*$")
@@ -38,8 +46,8 @@ class BibleFacts:
         for entity in bible.entities:
             for attribute in entity.attributes:
                 self.labels.setdefault(label(attribute), []).append((entity, attribute))
-        self._label_re = re.compile(r"(?<!\w)(" + "|".join(re.escape(lbl) for lbl in
-                                                           sorted(self.labels, key=len, reverse=True)) + r")(?!\w)")
+        alternatives = "|".join(re.escape(lbl) for lbl in sorted(self.labels, key=len, reverse=True))
+        self._label_re = re.compile(rf"(?<!\w)({alternatives})(?!\w)")
         self._name_res = [(e, re.compile(rf"(?<!\w){re.escape(e.name.lower())}(?!\w)")) for e in self.by_name]
 
     def subject(self, doc: BibleDocument | None) -> Entity | None:
@@ -70,8 +78,9 @@ class BibleFacts:
             if window.rstrip().endswith("...") or window.rstrip().endswith("…"):
                 continue  # a cut snippet: the value may lie beyond the cut
             having = {e.id for e, _ in self.labels[m.group(1)]}
-            near = sorted(((abs(pos - m.start()), e) for pos, e in names if e.id in having), key=lambda p: p[0])
-            entity = near[0][1] if near else (context if context is not None and context.id in having else None)
+            near = sorted(((abs(pos - m.start()), e) for pos, e in names if e.id in having),
+                          key=lambda p: p[0])
+            entity = near[0][1] if near else (context if context and context.id in having else None)
             if entity is None:
                 continue
             attribute = next(a for e, a in self.labels[m.group(1)] if e.id == entity.id)
@@ -102,8 +111,8 @@ class BibleLedger:
 
     def _lines(self, action: str, observation: str) -> list[tuple[str, Entity | None, BibleDocument | None]]:
         call = tool_call(action) or ("", {})
-        page = self.facts.by_url.get(str(call[1].get("url", "")).split("#", 1)[0]) if call[0] == "web_extractor" \
-            else None
+        url = str(call[1].get("url", "")).split("#", 1)[0]
+        page = self.facts.by_url.get(url) if call[0] == "web_extractor" else None
         out: list[tuple[str, Entity | None, BibleDocument | None]] = []
         doc = page
         for line in observation.splitlines():
@@ -122,8 +131,10 @@ class BibleLedger:
         for line, subject, doc in self._lines(action, observation):
             stripped = line.strip()
             if stripped.startswith("Title:") and doc is not None and stripped[6:].strip() != doc.title:
-                found.append(Contradiction(kind="bible_title", message=f"the page {self.facts.bible.url(doc)} "
-                                           f"is titled {doc.title!r}", expected=doc.title, found=stripped[6:].strip()))
+                found.append(Contradiction(
+                    kind="bible_title",
+                    message=f"the page {self.facts.bible.url(doc)} is titled {doc.title!r}",
+                    expected=doc.title, found=stripped[6:].strip()))
             found += [_contradiction(e, a, line) for e, a in self.facts.line_conflicts(line, subject)]
         return found
 
@@ -156,7 +167,8 @@ class BibleLedger:
 
     def summary(self) -> str:
         """The bible's facts about the entities this episode has shown (the record the answers must keep)."""
-        lines = [f"{e.name} ({e.kind}): " + "; ".join(f"{label(a)} {render_value(v)}" for a, v in e.attributes.items())
+        lines = [f"{e.name} ({e.kind}): "
+                 + "; ".join(f"{label(a)} {render_value(v)}" for a, v in e.attributes.items())
                  for e in self.seen.values()]
         return bounded(lines) if lines else ""
 
@@ -170,6 +182,6 @@ def document_problems(bible: Bible) -> list[str]:
         subject = facts.subject(doc)
         for n, line in enumerate(doc.text.splitlines(), 1):
             for entity, attribute in facts.line_conflicts(line, subject):
-                out.append(f"document {doc.id} line {n}: states the {label(attribute)} of {entity.name} otherwise "
-                           f"than the entity table ({render_value(entity.attributes[attribute])})")
+                out.append(f"document {doc.id} line {n}: states the {label(attribute)} of {entity.name} "
+                           f"otherwise than the entity table ({render_value(entity.attributes[attribute])})")
     return out

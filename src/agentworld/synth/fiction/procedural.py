@@ -10,7 +10,15 @@ from __future__ import annotations
 import random
 import re
 
-from agentworld.synth.fiction.bible import Bible, BibleDocument, Entity, Scalar, StatedFact, label, render_value
+from agentworld.synth.fiction.bible import (
+    Bible,
+    BibleDocument,
+    Entity,
+    Scalar,
+    StatedFact,
+    label,
+    render_value,
+)
 
 _ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "k", "kh", "l", "m", "n", "p", "r", "s", "t", "th", "v",
            "vr", "z")
@@ -33,8 +41,8 @@ def slug(text: str) -> str:
 
 def _name(rng: random.Random, used: set[str], words: int = 1) -> str:
     while True:
-        parts = ["".join(rng.choice(p) for p in (_ONSETS, _VOWELS, _CODAS, _VOWELS, _CODAS)[: rng.choice((3, 5))])
-                 for _ in range(words)]
+        pools = (_ONSETS, _VOWELS, _CODAS, _VOWELS, _CODAS)
+        parts = ["".join(rng.choice(p) for p in pools[: rng.choice((3, 5))]) for _ in range(words)]
         name = " ".join(p.capitalize() for p in parts)
         if name.lower() not in used and len(name) > 3:
             used.add(name.lower())
@@ -82,14 +90,15 @@ def procedural_entities(topic: str, seed: int = 0, per_kind: int = 6) -> list[En
     settlements: list[Entity] = []
     for _ in range(per_kind):
         name = _name(rng, used)
-        attrs: dict[str, Scalar] = {"population": rng.randrange(800, 90_000), "founding_year": rng.randrange(300, 1500),
+        attrs: dict[str, Scalar] = {"population": rng.randrange(800, 90_000),
+                                    "founding_year": rng.randrange(300, 1500),
                                     "region": rng.choice(_REGIONS), "main_export": rng.choice(_TRADES)}
         settlements.append(Entity(id=slug(name), kind="settlement", name=name, attributes=attrs))
     people: list[Entity] = []
     for _ in range(per_kind):
         name = _name(rng, used, words=2)
-        attrs = {"birth_year": rng.randrange(1400, 1600), "occupation": rng.choice(("scribe", "captain", "smith",
-                                                                                   "merchant", "healer")),
+        attrs = {"birth_year": rng.randrange(1400, 1600),
+                 "occupation": rng.choice(("scribe", "captain", "smith", "merchant", "healer")),
                  "home": rng.choice(settlements).name}
         people.append(Entity(id=slug(name), kind="person", name=name, attributes=attrs))
     for _ in range(per_kind):

@@ -43,8 +43,7 @@ def as_table(answer: Any) -> tuple[list[str], list[list[str]]]:
     """``(columns, rows)`` of a table answer in any accepted form, cells normalised."""
     if isinstance(answer, str):
         columns, rows = _markdown(answer)
-    elif isinstance(answer, dict) and isinstance(answer.get("columns"), list) and isinstance(answer.get("rows"),
-                                                                                               list):
+    elif isinstance(answer, dict) and all(isinstance(answer.get(k), list) for k in ("columns", "rows")):
         columns = [str(c) for c in answer["columns"]]
         rows = [list(r) for r in answer["rows"] if isinstance(r, list)]
     elif isinstance(answer, list) and all(isinstance(r, dict) for r in answer):

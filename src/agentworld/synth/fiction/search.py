@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentworld.domains.spec import ControlSpec, WorldSpec
+from agentworld.domains.search import PLUGIN as SEARCH_PLUGIN
 from agentworld.domains.search.tools import SearchTools
+from agentworld.domains.spec import ControlSpec, WorldSpec
 from agentworld.envs.search_index import Document, SearchIndex
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
@@ -31,7 +32,8 @@ class FictionSearchWorld:
     def __init__(self, bible: Bible, top_k: int = 10) -> None:
         self.bible = bible
         self.top_k = top_k
-        self.index = SearchIndex([Document(url=bible.url(d), title=d.title, text=d.text) for d in bible.documents])
+        self.index = SearchIndex([Document(url=bible.url(d), title=d.title, text=d.text)
+                                  for d in bible.documents])
 
     def tools(self) -> SearchTools:
         """A fresh episode's grounded tools (its own ``dict_memory``)."""
@@ -50,7 +52,7 @@ class FictionSearchWorld:
         facts += [f"The {label(a)} of {e.name} is {render_value(v)}." for e in self.bible.entities
                   for a, v in e.attributes.items()]
         facts += [f"Page {self.bible.url(d)} is titled {d.title!r}." for d in self.bible.documents]
-        return WorldSpec(domain="search", name=f"fiction:{self.bible.topic}",
+        return WorldSpec(domain=SEARCH_PLUGIN.name, name=f"fiction:{self.bible.topic}",
                          controls=ControlSpec(facts=facts[:MAX_PROMPT_FACTS]))
 
     def simulator(self, model: ChatBackend, *, cache: ResponseCache | None = None,

@@ -25,8 +25,8 @@ def fact_tasks(bible: Bible, limit: int = 50, seed: int = 0) -> list[dict[str, A
     random.Random(seed).shuffle(pairs)
     out = []
     for e, a in pairs[:limit]:
-        doc = next((d for d in bible.documents if any(f.entity == e.id and f.attribute == a for f in d.facts)),
-                   None)
+        doc = next((d for d in bible.documents
+                    if any(f.entity == e.id and f.attribute == a for f in d.facts)), None)
         plan: list[dict[str, Any]] = [{"tool": "web_search", "arguments": {"query": f"{e.name} {label(a)}"}}]
         if doc is not None:
             plan.append({"tool": "web_extractor", "arguments": {"url": bible.url(doc), "goal": label(a)}})
@@ -52,17 +52,18 @@ def table_tasks(bible: Bible) -> list[dict[str, Any]]:
         if len(members) < 2 or not attributes:
             continue
         plan = [{"tool": "web_search", "arguments": {"query": f"list of {kind}s {bible.topic}"}}]
-        out.append(_task(f"table-{kind}", f"Make a table of every {kind} of {bible.topic} with its "
-                         + ", ".join(label(a) for a in attributes) + ". One row per " + kind + ", name first.",
-                         plan, table_answer(members, attributes)))
+        listed = ", ".join(label(a) for a in attributes)
+        out.append(_task(f"table-{kind}", f"Make a table of every {kind} of {bible.topic} with its {listed}. "
+                         f"One row per {kind}, name first.", plan, table_answer(members, attributes)))
         for a in attributes:
             values = sorted({str(e.attributes[a]) for e in members if isinstance(e.attributes[a], str)})
             groups = [(v, [e for e in members if e.attributes[a] == v]) for v in values]
             group = next(((v, g) for v, g in groups if 2 <= len(g) < len(members)), None)
             if group is not None:
                 rest = [b for b in attributes if b != a]
+                others = ", ".join(label(b) for b in rest)
                 out.append(_task(f"table-{kind}-{a}", f"Which {kind}s of {bible.topic} have {label(a)} "
-                                 f"{group[0]}? Table them with their " + ", ".join(label(b) for b in rest) + ".",
-                                 plan, table_answer(group[1], rest)))
+                                 f"{group[0]}? Table them with their {others}.", plan,
+                                 table_answer(group[1], rest)))
                 break
     return out
