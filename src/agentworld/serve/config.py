@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from agentworld.endpoints import ModelEndpoint
 
@@ -64,14 +64,23 @@ class McpFields(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    tools: Path = Field(description='tools/list JSON: {"tools": [...]} or a list of tools, each with a name '
-                        "and an inputSchema.")
+    tools: Path | None = Field(None, description='tools/list JSON: {"tools": [...]} or a list of tools, each '
+                               "with a name and an inputSchema (give this or --world).")
+    world: Path | None = Field(None, description="World folder (world.json, tasks.jsonl) whose tools are "
+                               "served with its initial entities as the starting state (or --tools).")
     control: Path | None = Field(None, description="Control spec (faults, facts), YAML or JSON.")
     transport: Literal["stdio", "http"] = Field("stdio", description="stdio (one episode per process) or "
                                                 "http (streamable HTTP at /mcp and /mcp/EPISODE).")
     seed: int = Field(0, ge=-(2**63), le=2**63 - 1, description="Episode seed (fault decisions, sampling); "
                       "POST /v1/episodes may give its own.")
-    initial_state: str = Field("", description="Description of the world's starting state.")
+    initial_state: str = Field("", description="Description of the world's starting state (with --world: "
+                               "added after the world's entities).")
+
+    @model_validator(mode="after")
+    def _tools_or_world(self) -> McpFields:
+        if (self.tools is None) == (self.world is None):
+            raise ValueError("give exactly one of --tools FILE and --world DIR")
+        return self
 
 
 class McpServeConfig(ServerFields, ModelEndpoint, McpFields):

@@ -65,6 +65,11 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
     tools = data.get("tools") if isinstance(data, dict) else data
     if not isinstance(tools, list):
         raise DataError('expected {"tools": [...]} or a list of tools', path=where)
+    return check_tools(tools, where)
+
+
+def check_tools(tools: list[Any], where: str) -> list[dict[str, Any]]:
+    """The entries of a tool list, each checked as :func:`load_tools` does (errors name ``where``)."""
     seen: set[str] = set()
     for i, tool in enumerate(tools):
         _check_tool(tool, f"{where} [tool {i}]", seen)

@@ -29,7 +29,19 @@ def _mcp(config: McpServeConfig) -> None:
     from agentworld.serve.sessions import simulator_factory
     from agentworld.sim.types import ControlSpec
 
-    tools = load_tools(config.tools)
+    name, initial_state = "agentworld-sim", config.initial_state
+    if config.world is not None:
+        from agentworld.serve.mcp_server import check_tools
+        from agentworld.synth.world import load_world
+
+        world = load_world(config.world)
+        spec = world.to_spec()
+        tools = check_tools(spec.tools, str(config.world / "world.json"))
+        name = world.name
+        initial_state = "\n\n".join(x for x in (spec.initial_state, config.initial_state) if x)
+    else:
+        assert config.tools is not None
+        tools = load_tools(config.tools)
     controls = ControlSpec.load(config.control) if config.control is not None else None
     if config.transport == "http":
         check_exposure(config.host, config.token is not None, config.allow_no_token)
@@ -37,7 +49,7 @@ def _mcp(config: McpServeConfig) -> None:
                             corpus=config.model_corpus, domains=[TOOLS_DOMAIN],
                             concurrency=config.concurrency)
     tool_server = SimulatedToolServer(tools, simulator_factory(backend), controls=controls,
-                                      initial_state=config.initial_state, seed=config.seed,
+                                      initial_state=initial_state, seed=config.seed, name=name,
                                       idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions,
                                       max_argument_bytes=config.max_argument_bytes)
     if config.transport == "stdio":
@@ -65,9 +77,9 @@ def _mock(config: MockConfig) -> None:
     serve_forever(config, announce=lambda url: typer.echo(f"mock server listening on {url}"))
 
 
-config_command(app, McpServeConfig, _mcp, name="mcp", help="Serve the tools of --tools as an MCP server "
-               "whose results come from the world model (stdio, or streamable HTTP with an address per "
-               "episode).")
+config_command(app, McpServeConfig, _mcp, name="mcp", help="Serve the tools of --tools (or of a world "
+               "folder, --world) as an MCP server whose results come from the world model (stdio, or "
+               "streamable HTTP with an address per episode).")
 config_command(app, HttpServeConfig, _http, name="http", help="Serve the HTTP session API (/v1/sessions ...) "
                "on one shared world-model backend.")
 config_command(app, MockConfig, _mock, name="mock", help="Serve AgentWorldBench ground truth (and a judge) "

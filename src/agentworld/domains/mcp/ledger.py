@@ -76,6 +76,11 @@ def _noun(tool: str) -> str:
     return _singular(words[-1]) if words else "item"
 
 
+def tool_noun(tool: str) -> str:
+    """The entity kind a tool's result is about (``get_reservation_details`` → ``reservation``)."""
+    return _noun(tool)
+
+
 def _scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
@@ -243,5 +248,13 @@ def _is_error(text: str) -> bool:
 
 
 def open_ledger(spec: WorldSpec | None = None) -> McpLedger:
-    """The ledger of a new episode (it starts knowing nothing; entities come from tool results)."""
-    return McpLedger()
+    """The ledger of a new episode: it knows the entities of a JSON initial state (a world folder's), if any.
+
+    Other entities come from tool results.
+    """
+    ledger = McpLedger()
+    parsed = parse_json(spec.initial_state) if spec is not None and spec.initial_state else None
+    if parsed is not None:
+        for key, obj in entities(parsed[0], "item"):
+            ledger.known.setdefault(key, {}).update(_tracked(obj))
+    return ledger

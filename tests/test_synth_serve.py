@@ -1,0 +1,78 @@
+"""``serve mcp --world DIR``: a world folder's tools, served with its entities, to a real MCP client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextContent
+
+from agentworld.serve.mock_server import MockConfig, run_mock_server
+from test_synth_world import TASK, WORLD, write
+
+
+@pytest.fixture(scope="module")
+def mock_url() -> Iterator[str]:
+    with run_mock_server(MockConfig()) as url:
+        yield url
+
+
+def requests_seen(mock_url: str) -> list[dict[str, Any]]:
+    return httpx.get(f"{mock_url.removesuffix('/v1')}/_mock/requests", params={"full": 1}).json()
+
+
+def serve_args(mock_url: str, *extra: str) -> list[str]:
+    return ["-m", "agentworld", "serve", "mcp", "--model-base-url", mock_url, "--model", "mock", *extra]
+
+
+async def list_and_call(world: Path, mock_url: str) -> tuple[list[str], str, bool]:
+    params = StdioServerParameters(command=sys.executable, args=serve_args(mock_url, "--world", str(world)),
+                                   env=dict(os.environ))
+    async with Client(params) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        bad = await client.call_tool("get_reservation_details", {})
+        result = await client.call_tool("get_reservation_details", {"reservation_id": "R1"})
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        return names, block.text, bool(bad.is_error)
+
+
+def test_a_world_folder_is_listed_and_called_with_its_initial_entities(tmp_path: Path, mock_url: str) -> None:
+    world = write(tmp_path, WORLD, [TASK])
+    before = len(requests_seen(mock_url))
+    names, text, refused = asyncio.run(list_and_call(world, mock_url))
+    assert names == [t["name"] for t in WORLD["tools"]]
+    assert refused, "arguments are checked against the world's inputSchema"
+    assert "Command completed successfully." in text  # the mock world model's answer
+    new = requests_seen(mock_url)[before:]
+    assert len(new) == 1
+    prompt = json.dumps(new[0]["messages"])
+    assert "get_reservation_details" in prompt and "window seat" in prompt and "R1" in prompt
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    (["--tools", "x.json", "--world", "w"], "give exactly one of --tools FILE and --world DIR"),
+    ([], "give exactly one of --tools FILE and --world DIR"),
+    (["--world", "{bad}"], "world.json [tool 0], field 'inputSchema': tool 't': invalid inputSchema: "
+                          "reference 'http://evil.example/schema' points outside the schema"),
+])
+def test_bad_world_options_are_one_red_line(tmp_path: Path, extra: list[str], expected: str) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "world.json").write_text(json.dumps({**WORLD, "tools": [{"name": "t", "inputSchema": {
+        "type": "object", "properties": {"a": {"$ref": "http://evil.example/schema"}}}}]}))
+    args = [str(bad) if a == "{bad}" else a for a in extra]
+    done = subprocess.run([sys.executable, *serve_args("http://127.0.0.1:9/v1", *args)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and expected in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
