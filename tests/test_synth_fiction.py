@@ -289,15 +289,22 @@ def test_synth_world_search_offline_writes_a_consistent_world(cli: Any, tmp_path
     assert again.exit_code == 0 and load_bible(out) == procedural_bible(TOPIC, seed=3)
 
 
-def test_synth_world_mcp_writes_a_world_folder(cli: Any, tmp_path: Any) -> None:
+def test_synth_world_mcp_writes_a_world_folder_whose_plans_succeed(cli: Any, tmp_path: Any) -> None:
+    from agentworld.synth.fiction.mcp import EntityStore
+    from agentworld.synth.world import evaluate, final_state, load_world
+
     out = tmp_path / "registry"
-    result = cli("synth", "world", "--domain", "mcp", "--topic", TOPIC, "--out", str(out))
+    result = cli("synth", "world", "--domain", "mcp", "--topic", TOPIC, "--out", str(out), "--seed", "3")
     assert result.exit_code == 0, result.output
-    doc = json.loads((out / "world.json").read_text())
-    assert doc["version"] == 1 and doc["domain"] == "mcp"
-    assert set(doc["initial_state"]["entities"]) == {"guild", "person", "settlement"}
-    tasks = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
-    assert any(t["success"]["state"] for t in tasks) and any(t["reference_answer"] for t in tasks)
+    world = load_world(out)
+    assert world.domain == "mcp" and set(world.initial_state.entities) == {"guild", "person", "settlement"}
+    assert {t.id.split("-")[0] for t in world.tasks} == {"table", "fact", "update"}
+    for task in world.tasks:
+        store = EntityStore(procedural_bible(TOPIC, seed=3))
+        steps = [(s.tool, s.arguments, store.call(s.tool, s.arguments)) for s in task.reference_plan]
+        trace = [{"tool": t, "arguments": a} for t, a, _ in steps]
+        assert evaluate(task, final_state(world, steps), trace).passed, task.id
+        assert not evaluate(task, final_state(world, []), []).passed, task.id
 
 
 def test_synth_world_refuses_a_folder_with_other_files(cli: Any, tmp_path: Any) -> None:
@@ -315,3 +322,38 @@ def test_load_bible_names_the_bad_field(tmp_path: Any) -> None:
                                                                                     "name": "n"}]}))
     with pytest.raises(DataError, match=r"entities\.0\.id"):
         load_bible(tmp_path)
+
+
+def test_the_mcp_world_is_served_to_a_real_mcp_client_with_the_bible_in_the_prompt(cli: Any,
+                                                                                  tmp_path: Any) -> None:
+    import os
+    import sys
+
+    import httpx
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from agentworld.serve.mock_server import MockConfig, run_mock_server
+
+    out = tmp_path / "registry"
+    made = cli("synth", "world", "--domain", "mcp", "--topic", TOPIC, "--out", str(out), "--seed", "3")
+    assert made.exit_code == 0
+    guild = next(e for e in procedural_bible(TOPIC, seed=3).entities if e.kind == "guild")
+
+    async def session(url: str) -> tuple[list[str], bool]:
+        args = ["-m", "agentworld", "serve", "mcp", "--model-base-url", url, "--model", "mock",
+                "--world", str(out)]
+        params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+        async with Client(params) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            refused = await client.call_tool("update_guild", {"id": guild.id, "fields": {"colour": "red"}})
+            await client.call_tool("get_guild", {"id": guild.id})
+            return names, bool(refused.is_error)
+
+    with run_mock_server(MockConfig()) as url:
+        names, refused = asyncio.run(session(url))
+        seen = httpx.get(f"{url.removesuffix('/v1')}/_mock/requests", params={"full": 1}).json()
+    assert {"get_guild", "list_settlements", "search_persons", "update_person"} <= set(names)
+    assert refused, "an update of a field the bible's kind does not have is refused by the tool's schema"
+    prompt = json.dumps(seen[-1]["messages"])
+    assert guild.name in prompt and str(guild.attributes["leader"]) in prompt

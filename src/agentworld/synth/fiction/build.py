@@ -18,6 +18,7 @@ from agentworld.synth.fiction.bible import Bible, check_bible, parse_bible
 from agentworld.synth.fiction.config import WORLD_DOMAINS, FictionConfig
 from agentworld.synth.fiction.ledger import document_problems
 from agentworld.synth.fiction.procedural import procedural_bible
+from agentworld.synth.world import Task
 
 OUTPUTS = frozenset({"bible.json", "tasks.jsonl", "report.json", "world.json", "generator_cache.jsonl"})
 """What this command writes; a folder holding anything else is refused, never overwritten."""
@@ -52,10 +53,11 @@ def _search_world(config: FictionConfig, bible: Bible, generator: str) -> list[d
 
 def _mcp_world(config: FictionConfig, bible: Bible, generator: str) -> list[dict[str, Any]]:
     from agentworld.synth.fiction.mcp import mcp_tasks, world_document
+    from agentworld.synth.world import World, save_world
 
-    atomic_write_text(config.out / "world.json", json.dumps(world_document(bible, generator),
-                                                            ensure_ascii=False, indent=1) + "\n")
-    return mcp_tasks(bible, limit=0)
+    tasks = mcp_tasks(bible, limit=0)
+    save_world(World.model_validate({**world_document(bible, generator), "tasks": tasks}), config.out)
+    return tasks
 
 
 _WRITERS = dict(zip(WORLD_DOMAINS, (_search_world, _mcp_world), strict=True))
@@ -82,7 +84,7 @@ def build_world(config: FictionConfig) -> dict[str, Any]:
         raise AgentWorldError(f"the bible is inconsistent: {problems[0]} ({len(problems)} problems)")
     atomic_write_text(out / "bible.json", bible.model_dump_json(indent=1) + "\n")
     tasks = _WRITERS[config.domain](config, bible, generator)
-    atomic_write_jsonl(out / "tasks.jsonl", tasks)
+    atomic_write_jsonl(out / "tasks.jsonl", (Task.model_validate(t).model_dump(mode="json") for t in tasks))
     report = {"domain": config.domain, "topic": config.topic, "generator": generator,
               "entities": len(bible.entities), "documents": len(bible.documents), "tasks": len(tasks),
               "table_tasks": sum(t["id"].startswith("table-") for t in tasks), "left_out": left_out}

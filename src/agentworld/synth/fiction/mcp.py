@@ -112,7 +112,8 @@ def mcp_tasks(bible: Bible, limit: int = 20) -> list[dict[str, Any]]:
         for e in members[:2]:
             a = attributes[0]
             out.append({"id": f"fact-{e.id}-{a}", "instruction": f"What is the {label(a)} of the {kind} "
-                        f"{e.name}?", "success": {"state": [], "trace": []},
+                        f"{e.name}?", "success": {"state": [], "trace": [
+                            {"tool": f"search_{_plural(kind)}", "arguments": {}, "op": "called"}]},
                         "reference_plan": [{"tool": f"search_{_plural(kind)}",
                                             "arguments": {"query": e.name}}],
                         "reference_answer": render_value(e.attributes[a])})

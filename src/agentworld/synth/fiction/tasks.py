@@ -15,7 +15,9 @@ from agentworld.synth.fiction.bible import Bible, Entity, label, render_value
 
 
 def _task(task_id: str, instruction: str, plan: list[dict[str, Any]], answer: Any) -> dict[str, Any]:
-    return {"id": task_id, "instruction": instruction, "success": {"state": [], "trace": []},
+    """A world-folder task; success needs the plan's first tool called (the answer is scored apart)."""
+    trace = [{"tool": plan[0]["tool"], "arguments": {}, "op": "called"}]
+    return {"id": task_id, "instruction": instruction, "success": {"state": [], "trace": trace},
             "reference_plan": plan, "reference_answer": answer}
 
 
