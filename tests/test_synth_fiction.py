@@ -157,7 +157,8 @@ def test_ledger_names_a_misstated_fact_and_an_invented_page(bible: Bible, world:
 
 # ---- tasks and their scores ------------------------------------------------------------------------------
 
-def test_table_tasks_score_100_with_the_reference_and_less_when_perturbed(bible: Bible) -> None:
+def test_table_tasks_score_100_with_the_reference_and_less_when_perturbed(bible: Bible,
+                                                                           world: FictionSearchWorld) -> None:
     tables = table_tasks(bible)
     assert {t["id"] for t in tables} >= {"table-guild", "table-person", "table-settlement"}
     for task in tables:
@@ -171,6 +172,9 @@ def test_table_tasks_score_100_with_the_reference_and_less_when_perturbed(bible:
         perturbed["rows"][0][1] = "nowhere" if not str(perturbed["rows"][0][1]).isdigit() else "1"
         worse = score_table(perturbed, ref)
         assert worse.item_f1 < 100.0 and worse.row_f1 < 100.0
+        last = task["reference_plan"][-1]
+        page = world.truth(last["tool"], last["arguments"])
+        assert all(f"- {row[0]}: " in page for row in ref["rows"]), "the plan's last page lists every row"
         dropped = {"columns": ref["columns"], "rows": ref["rows"][1:]}
         assert score_table(dropped, ref).item_recall < 100.0 == score_table(dropped, ref).item_precision
 

@@ -53,7 +53,10 @@ def table_tasks(bible: Bible) -> list[dict[str, Any]]:
                                         if all(a in m.attributes for m in members)))
         if len(members) < 2 or not attributes:
             continue
-        plan = [{"tool": "web_search", "arguments": {"query": f"list of {kind}s {bible.topic}"}}]
+        plan: list[dict[str, Any]] = [{"tool": "web_search",
+                                       "arguments": {"query": f"list of {kind}s {bible.topic}"}}]
+        if any(d.id == f"list/{kind}" for d in bible.documents):
+            plan.append({"tool": "web_extractor", "arguments": {"url": bible.base_url + f"list/{kind}"}})
         listed = ", ".join(label(a) for a in attributes)
         out.append(_task(f"table-{kind}", f"Make a table of every {kind} of {bible.topic} with its {listed}. "
                          f"One row per {kind}, name first.", plan, table_answer(members, attributes)))
