@@ -43,9 +43,9 @@ def _json_object(text: str, what: str) -> dict[str, Any]:
     try:
         obj, _ = json.JSONDecoder().raw_decode(body[start:] if start >= 0 else body)
     except ValueError:
-        raise AgentWorldError(f"the generator's {what} is not JSON: {text[:120]!r}") from None
+        raise AgentWorldError(f"the generator's answer ({what}) is not JSON: {text[:120]!r}") from None
     if not isinstance(obj, dict):
-        raise AgentWorldError(f"the generator's {what} is not a JSON object")
+        raise AgentWorldError(f"the generator's answer ({what}) is not a JSON object")
     return obj
 
 
