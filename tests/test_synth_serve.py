@@ -76,3 +76,39 @@ def test_bad_world_options_are_one_red_line(tmp_path: Path, extra: list[str], ex
                           text=True, timeout=60)
     assert done.returncode == 2 and expected in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_http_sessions_name_world_folders_only_inside_the_worlds_root(tmp_path: Path, mock_url: str) -> None:
+    from agentworld.serve.config import HttpServeConfig
+    from agentworld.serve.http_api import create_app
+    from test_serve_http import serve
+
+    root = tmp_path / "worlds"
+    (root / "airline").mkdir(parents=True)
+    write(root / "airline", WORLD, [TASK])
+    (tmp_path / "secret").mkdir()
+    write(tmp_path / "secret", WORLD, [TASK])
+    (root / "link").symlink_to(tmp_path / "secret")
+    config = HttpServeConfig(model_base_url=mock_url, model="mock", worlds_root=root)
+    with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        before = len(requests_seen(mock_url))
+        made = client.post("/v1/sessions", json={"world": "airline"})
+        assert made.status_code == 200, made.text
+        sid = made.json()["session_id"]
+        step = client.post(f"/v1/sessions/{sid}/step", json={"action": {
+            "tool_name": "get_reservation_details", "arguments": {"reservation_id": "R1"}}})
+        assert step.status_code == 200, step.text
+        prompt = json.dumps(requests_seen(mock_url)[before:][0]["messages"])
+        assert "window seat" in prompt and "cancel_reservation" in prompt
+        for name in ("../secret", str(tmp_path / "secret"), "link"):
+            refused = client.post("/v1/sessions", json={"world": name})
+            assert refused.status_code == 422 and "outside the server's worlds root" in refused.text, name
+        missing = client.post("/v1/sessions", json={"world": "nope"})
+        assert missing.status_code == 422
+        assert missing.json()["detail"] == "nope: not a world folder (no such directory)"
+        both = client.post("/v1/sessions", json={"world": "airline", "spec": {}})
+        assert both.status_code == 422 and "not both" in both.text
+    closed = HttpServeConfig(model_base_url=mock_url, model="mock")
+    with serve(create_app(closed)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        refused = client.post("/v1/sessions", json={"world": "airline"})
+        assert refused.status_code == 422 and "--worlds-root" in refused.text

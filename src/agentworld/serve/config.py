@@ -58,6 +58,10 @@ class HttpServeConfig(ServerFields, ModelEndpoint):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
+    worlds_root: Path | None = Field(None, description='Folder of world folders a session may name '
+                                     '({"world": "NAME"} in POST /v1/sessions); paths outside it are '
+                                     "refused. Without it, sessions cannot name world folders.")
+
 
 class McpFields(BaseModel):
     """What ``serve mcp`` simulates and how it is reached."""

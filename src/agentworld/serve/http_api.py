@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -53,6 +54,8 @@ class CreateSessionRequest(BaseModel):
 
     spec: WorldSpec = Field(default_factory=WorldSpec)
     seed: Seed = 0
+    world: str | None = Field(None, max_length=1024)
+    """A world folder, relative to the server's ``--worlds-root`` (instead of ``spec``)."""
 
 
 class CreateSessionResponse(BaseModel):
@@ -119,6 +122,14 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
 
     @app.post("/v1/sessions", response_model=CreateSessionResponse)
     async def create_session(body: CreateSessionRequest) -> Response:
+        if body.world is not None:
+            if "spec" in body.model_fields_set:
+                return _json(422, {"detail": "give spec or world, not both"})
+            try:
+                body = CreateSessionRequest(spec=await asyncio.to_thread(world_spec, config.worlds_root,
+                                                                         body.world), seed=body.seed)
+            except AgentWorldError as exc:
+                return _json(422, {"detail": str(exc)})
         if body.spec.tools:  # compiled off the event loop: a client's schemas may be large
             from agentworld.sim.controls import ToolValidator
 
@@ -153,6 +164,25 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
         return _json(200, {"session_id": session_id, "closed": True})
 
     return app
+
+
+def world_spec(root: Path | None, name: str) -> WorldSpec:
+    """The spec of world folder ``name`` inside ``root``; anything outside it (``..``, links) is refused.
+
+    Errors name the folder relative to the root, so a client never learns the server's paths.
+    """
+    from agentworld.synth.world import load_world
+
+    if root is None:
+        raise AgentWorldError("this server serves no world folders (start it with --worlds-root ROOT)")
+    base = root.resolve()
+    target = (base / name).resolve()
+    if not target.is_relative_to(base):
+        raise AgentWorldError(f"world {name!r} is outside the server's worlds root")
+    try:
+        return load_world(target).to_spec()
+    except AgentWorldError as exc:
+        raise AgentWorldError(str(exc).replace(f"{base}/", "")) from None
 
 
 def _add_error_handlers(app: FastAPI, secrets: tuple[str | None, ...]) -> None:
