@@ -269,7 +269,7 @@ def cli(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     from agentworld import cli as root
 
-    if "synth" not in root.COMMANDS:
+    if "synth" not in root.COMMANDS or "world" not in getattr(root.load_command("synth"), "commands", {}):
         monkeypatch.setitem(root.COMMANDS, "synth", root.LazyCommand("agentworld.synth.fiction.cli:app",
                                                                      "Fictional worlds."))
     runner = CliRunner()
