@@ -16,7 +16,7 @@ from agentworld.models.cache import ResponseCache
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.synth.fiction.bible import Bible, BibleDocument, StatedFact, check_bible, label
 from agentworld.synth.fiction.generate import generate_bible
-from agentworld.synth.fiction.ledger import document_problems
+from agentworld.synth.fiction.ledger import BibleFacts, document_problems
 from agentworld.synth.fiction.procedural import procedural_bible
 from agentworld.synth.fiction.score import score_table
 from agentworld.synth.fiction.search import FictionSearchWorld
@@ -153,6 +153,17 @@ def test_ledger_names_a_misstated_fact_and_an_invented_page(bible: Bible, world:
     assert kinds == ["bible_fact", "bible_url"]
     assert found[-1].expected == str(city.attributes["population"]) or found[0].expected == str(
         city.attributes["population"])
+
+
+def test_a_label_inside_a_name_is_no_statement_of_that_attribute() -> None:
+    from agentworld.synth.fiction.bible import Entity
+
+    small = Bible(topic="t", entities=[
+        Entity(id="ada", kind="person", name="Ada Varn", attributes={"home": "Velmar"}),
+        Entity(id="home-guild", kind="guild", name="Home Guild", attributes={"leader": "Ada Varn"})])
+    ledger = BibleFacts(small)
+    assert ledger.line_conflicts("The leader of Home Guild is Ada Varn.", None) == []
+    assert ledger.line_conflicts("The home of Ada Varn is Kesh.", None) == [(small.entities[0], "home")]
 
 
 # ---- tasks and their scores ------------------------------------------------------------------------------

@@ -69,7 +69,8 @@ class BibleFacts:
         """(entity, attribute) of each fact ``line`` states otherwise than the bible."""
         low = normalise(line)
         names = self.mentions(low)
-        found = list(self._label_re.finditer(low))
+        spans = [(pos, pos + len(e.name)) for pos, e in names]
+        found = [m for m in self._label_re.finditer(low) if not any(a <= m.start() < b for a, b in spans)]
         out: list[tuple[Entity, str]] = []
         for i, m in enumerate(found):
             end = found[i + 1].start() if i + 1 < len(found) else len(low)
