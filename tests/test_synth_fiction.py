@@ -372,3 +372,17 @@ def test_the_mcp_world_is_served_to_a_real_mcp_client_with_the_bible_in_the_prom
     assert refused, "an update of a field the bible's kind does not have is refused by the tool's schema"
     prompt = json.dumps(seen[-1]["messages"])
     assert guild.name in prompt and str(guild.attributes["leader"]) in prompt
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("no json here", r"answer \(entities\) is not JSON"),
+    ('{"entities": []}', r"expected a non-empty list under 'entities'"),
+    ('{"entities": [{"kind": "city"}]}', r"entities\[0\]: needs 'kind' and 'name'"),
+    ('{"entities": [{"kind": "city", "name": "' + "x" * 300 + '"}]}', r"entities\[0\]: .*at most 200"),
+    ('{"entities": [{"kind": "city", "name": "Vel"}, {"kind": "city", "name": "vel"}]}', r"duplicate id"),
+])
+def test_a_bad_entity_table_from_the_generator_is_one_clear_error(reply: str, expected: str) -> None:
+    from agentworld.errors import AgentWorldError
+
+    with pytest.raises(AgentWorldError, match=expected):
+        asyncio.run(generate_bible(TOPIC, ScriptedBackend([reply]), ResponseCache()))

@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentworld.errors import AgentWorldError
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
@@ -68,8 +70,13 @@ def entities_from(data: dict[str, Any]) -> list[Entity]:
         attrs = attrs if isinstance(attrs, dict) else {}
         clean = {slug(k).replace("-", "_"): v for k, v in attrs.items()
                  if isinstance(v, str | int | float) and not isinstance(v, bool)}
-        out.append(Entity(id=slug(row["name"]), kind=slug(row["kind"]).replace("-", "_"),
-                          name=row["name"].strip(), attributes=clean))
+        try:
+            out.append(Entity(id=slug(row["name"]), kind=slug(row["kind"]).replace("-", "_"),
+                              name=row["name"].strip(), attributes=clean))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise AgentWorldError(f"the generator's entities[{i}]: {where}: {first['msg']}") from None
     return out
 
 
