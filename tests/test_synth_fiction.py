@@ -228,8 +228,10 @@ def test_generator_bible_refuses_drifting_profiles_and_resumes_from_its_cache(bi
     names = [e.name for e in bible.entities]
     backend = _generator(bible, drift={names[0]}, stubborn={names[1]})
     cache = ResponseCache(tmp_path / "cache.jsonl")
-    made, left_out = asyncio.run(generate_bible(TOPIC, backend, cache, seed=1))
+    stages: list[str] = []
+    made, left_out = asyncio.run(generate_bible(TOPIC, backend, cache, seed=1, advance=stages.append))
     cache.close()
+    assert stages.count("entities") == 1 and stages.count("profiles") == 18
     assert check_bible(made) == [] and document_problems(made) == []
     assert len(left_out) == 1 and names[1] in left_out[0] and "left out" in left_out[0]
     profiles = {d.title for d in made.documents if d.id.split("/")[0] != "list"}

@@ -36,10 +36,14 @@ def _bible(config: FictionConfig) -> tuple[Bible, list[str], str]:
 
     backend = build_backend(config.generator_model, config.generator_base_url, config.generator_api_key,
                             concurrency=config.concurrency)
+    from agentworld.cli_support import StageProgress
+
     cache = ResponseCache(config.out / "generator_cache.jsonl")
     try:
-        bible, left_out = asyncio.run(generate_bible(config.topic, backend, cache, seed=config.seed,
-                                                     count=config.entities, concurrency=config.concurrency))
+        with StageProgress(config.progress, config.entities, ("entities", "profiles")) as advance:
+            made = generate_bible(config.topic, backend, cache, seed=config.seed, count=config.entities,
+                                  concurrency=config.concurrency, advance=advance)
+            bible, left_out = asyncio.run(made)
     finally:
         cache.close()
     return bible, left_out, f"openai:{config.generator_model}"

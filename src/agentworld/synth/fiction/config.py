@@ -38,6 +38,7 @@ class FictionConfig(BaseModel):
     fact_tasks: int = Field(30, ge=0, le=10_000, description="Single-fact question tasks to write (table "
                             "tasks are always written, one or two per entity kind).")
     seed: int = Field(0, description="Seed of the invented world and of the task sample.")
+    progress: bool = Field(True, description="Show a progress bar per generator stage (on a terminal).")
 
     @field_validator("domain")
     @classmethod

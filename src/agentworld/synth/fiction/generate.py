@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -89,10 +90,14 @@ def _profile(entity: Entity, data: dict[str, Any]) -> BibleDocument:
 
 
 async def generate_bible(topic: str, backend: ChatBackend, cache: ResponseCache, *, seed: int = 0,
-                         count: int = 18, concurrency: int = 8) -> tuple[Bible, list[str]]:
-    """The bible of ``topic`` and the reasons profiles were left out (empty: all kept)."""
+                         count: int = 18, concurrency: int = 8,
+                         advance: Callable[[str], None] | None = None) -> tuple[Bible, list[str]]:
+    """The bible of ``topic`` and the reasons profiles were left out (empty: all kept); ``advance`` is
+    called with the stage's name (``entities``, ``profiles``) as each request of it completes."""
+    tick = advance or (lambda stage: None)
     entities = entities_from(_json_object(await _ask(backend, cache, ENTITIES_PROMPT.format(
         topic=topic, seed=seed, count=count)), "entities"))
+    tick("entities")
     base = Bible(topic=topic, base_url=f"https://{slug(topic)}.fiction.example/", entities=entities)
     if problems := check_bible(base):
         raise AgentWorldError("the generator's entities: " + "; ".join(problems[:5]))
@@ -117,6 +122,11 @@ async def generate_bible(topic: str, backend: ChatBackend, cache: ResponseCache,
             reason = problems[0]
         return None, f"profile of {entity.name} left out: {reason}"
 
-    results = await asyncio.gather(*(profile(e) for e in entities))
+    async def counted(entity: Entity) -> tuple[BibleDocument | None, str | None]:
+        done = await profile(entity)
+        tick("profiles")
+        return done
+
+    results = await asyncio.gather(*(counted(e) for e in entities))
     docs = [d for d, _ in results if d is not None] + documents_for(entities, topic)
     return base.model_copy(update={"documents": docs}), [r for _, r in results if r]
