@@ -50,6 +50,8 @@ COMMANDS: dict[str, LazyCommand] = {
                          "API) and the mock OpenAI-compatible server."),
     "train": LazyCommand("agentworld.train.cli:app", "Train world models (CPT, SFT, RL) and run Sim RL "
                          "rollouts."),
+    "synth": LazyCommand("agentworld.synth.cli:app", "Synthesize environments (world folders) from seeds "
+                         "with a generator model."),
     "shell": LazyCommand("agentworld.serve.shell_cli:app", "Type into a simulated terminal or MCP server and "
                          "see what it answers."),
     "mock-server": LazyCommand("agentworld.serve.serve_cli:app", "Old name of 'serve mock'.", sub="mock",

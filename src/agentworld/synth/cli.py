@@ -1,0 +1,51 @@
+"""``agentworld synth envs``: generate environments (world folders) from seeds with a generator model."""
+
+from __future__ import annotations
+
+from agentworld.cli_support import config_command, new_app
+from agentworld.synth.config import SynthEnvsConfig
+
+app = new_app("Synthesize environments: world folders from seeds and a generator model.")
+
+
+@app.callback()
+def _group() -> None:
+    """Synthesize environments: world folders from seeds and a generator model."""
+
+
+def _envs(config: SynthEnvsConfig) -> None:
+    import asyncio
+    import sys
+
+    import typer
+
+    from agentworld.cli_support import StageProgress
+    from agentworld.endpoints import build_backend
+    from agentworld.synth import template  # noqa: F401  (registers the offline generator)
+    from agentworld.synth.envs import Factory
+    from agentworld.synth.seeds import read_seeds
+    from agentworld.synth.stages import STAGES
+
+    seeds = read_seeds(config.seeds, config.limit)
+    backend = build_backend(config.generator_model, config.generator_base_url, config.generator_api_key,
+                            concurrency=config.concurrency)
+    config.out.mkdir(parents=True, exist_ok=True)
+    plain = config.progress and not sys.stderr.isatty()
+    counts = dict.fromkeys(STAGES, 0)
+
+    def advance_plain(stage: str) -> None:
+        counts[stage] += 1
+        if counts[stage] == len(seeds):
+            typer.echo(f"stage {stage}: {len(seeds)}/{len(seeds)} environments", err=True)
+
+    with StageProgress(config.progress, len(seeds), STAGES) as advance:
+        step = advance_plain if plain else advance
+        factory = Factory(backend, config.out, model=config.generator_model, concurrency=config.concurrency,
+                          max_tokens=config.max_tokens, advance=step)
+        summary = asyncio.run(factory.run(seeds))
+    typer.echo(f"{summary.kept} of {summary.environments} environments kept in {config.out} "
+               f"({summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")
+
+
+config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "
+               "(scenario, tools, initial state, tasks, reference plans); resumable, concurrent.")

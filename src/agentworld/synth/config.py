@@ -1,0 +1,47 @@
+"""Typed settings of ``agentworld synth envs`` (the CLI is generated from them; pydantic only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from agentworld.endpoints import MODEL_KEY_ENV
+
+GENERATOR_KEY_ENV = ("AGENTWORLD_GENERATOR_API_KEY", *MODEL_KEY_ENV)
+
+
+class SynthEnvsConfig(BaseModel):
+    """``agentworld synth envs``: environments (world folders) from seeds and a generator model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    seeds: list[Path] = Field(
+        min_length=1,
+        description="Seed files: trajectories in any format 'agentworld "
+        "data' ingests (tau-bench, AgentWorldBench rows, OpenAI tool-call logs) or bare "
+        "tools/list JSON (repeat the flag for more). One seed, one environment.",
+    )
+    out: Path = Field(
+        description="Output folder: one world folder per environment, the generator cache, "
+        "summary.json. Rerunning the same command resumes."
+    )
+    generator_model: str = Field(
+        description="Generator: the served model name with --generator-base-url; "
+        "without it, synth-template (offline: answers from the seed alone)."
+    )
+    generator_base_url: str | None = Field(
+        None, description="OpenAI-compatible base URL of the generator model."
+    )
+    generator_api_key: SecretStr | None = Field(
+        None,
+        description="Generator API key (prefer the environment variable: a key on the command line "
+        "shows in ps; never written to disk).",
+        json_schema_extra={"runtime": True, "envvar": list(GENERATOR_KEY_ENV)},
+    )
+    concurrency: int = Field(8, ge=1, le=4096, description="Most generator requests in flight at once.")
+    limit: int | None = Field(None, ge=1, description="Use at most this many seeds (environments).")
+    max_tokens: int = Field(4096, ge=16, le=1_000_000, description="Most tokens per generator answer.")
+    progress: bool = Field(
+        True, description="Show a progress bar per stage (on a terminal; plain lines otherwise)."
+    )

@@ -1,0 +1,231 @@
+"""``synth envs``: environments from seeds, stage by stage, concurrent and resumable.
+
+Layout of ``OUT``::
+
+    OUT/generator_cache.jsonl           every generator answer, journaled before use (resume after SIGKILL)
+    OUT/summary.json                    environments kept and rejected, per stage and reason; requests
+    OUT/<env>/stages/01_scenario.json   each stage's typed, versioned output (or stages/rejected.json)
+    OUT/<env>/world.json, tasks.jsonl   the world folder (served by ``serve mcp --world OUT/<env>``)
+    OUT/<env>/status.json               kept, or the rejections of the checks
+
+A stage file of the current version is reused; a request answered before a crash is answered again
+from the cache; so a rerun of the same command sends no completed request twice and finishes every
+environment once. The quality checks (:mod:`agentworld.synth.checks`, ``run_checks(world_dir)``) run on
+each finished world folder when that module is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from agentworld.io import atomic_write_text
+from agentworld.models.base import ChatBackend, ChatRequest
+from agentworld.models.cache import ResponseCache
+from agentworld.schema import Message
+from agentworld.synth.seeds import Seed
+from agentworld.synth.stages import (
+    STAGE_VERSIONS,
+    STAGES,
+    SYSTEM,
+    PlansOut,
+    StageRejection,
+    TasksOut,
+    ToolsOut,
+    parse,
+    prompt,
+)
+from agentworld.synth.world import InitialState, Provenance, Scenario, Task, World, save_world
+
+
+class EnvOutcome(NamedTuple):
+    name: str
+    kept: bool
+    rejections: list[dict[str, Any]]
+
+
+class Summary(BaseModel):
+    environments: int
+    kept: int
+    rejected_by_stage: dict[str, int]
+    rejected_by_reason: dict[str, int]
+    requests_sent: int
+    requests_cached: int
+
+
+def env_name(index: int) -> str:
+    return f"env_{index:05d}"
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+
+
+class Factory:
+    """Runs the stages of many environments against one generator, ``concurrency`` requests at once."""
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        out: Path,
+        *,
+        model: str,
+        concurrency: int = 8,
+        max_tokens: int | None = 4096,
+        advance: Any = None,
+    ) -> None:
+        self.backend, self.out, self.model, self.max_tokens = backend, out, model, max_tokens
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.cache = ResponseCache(out / "generator_cache.jsonl")
+        self.advance = advance or (lambda stage: None)
+
+    async def run(self, seeds: list[Seed]) -> Summary:
+        try:
+            outcomes = await asyncio.gather(*(self.environment(env_name(i), s) for i, s in enumerate(seeds)))
+        finally:
+            self.cache.close()
+        stages: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for outcome in outcomes:
+            for rejection in outcome.rejections:
+                stages[str(rejection.get("stage", "checks"))] += 1
+                reasons[str(rejection.get("reason", "unknown"))] += 1
+        summary = Summary(
+            environments=len(outcomes),
+            kept=sum(o.kept for o in outcomes),
+            rejected_by_stage=dict(stages),
+            rejected_by_reason=dict(reasons),
+            requests_sent=self.cache.misses,
+            requests_cached=self.cache.hits,
+        )
+        _write_json(self.out / "summary.json", summary.model_dump())
+        return summary
+
+    async def environment(self, name: str, seed: Seed) -> EnvOutcome:
+        root = self.out / name
+        status = root / "status.json"
+        if status.exists():
+            done = json.loads(status.read_text("utf-8"))
+            for stage in STAGES:
+                self.advance(stage)
+            return EnvOutcome(name, bool(done.get("kept")), list(done.get("rejections", [])))
+        outputs: dict[str, Any] = {}
+        digest = seed.model_dump(exclude={"tools"})
+        for number, stage in enumerate(STAGES, 1):
+            inputs = self._inputs(stage, digest, outputs)
+            result = (
+                ToolsOut.model_validate({"tools": seed.tools})
+                if stage == "tools" and seed.tools
+                else await self._stage(root / "stages" / f"{number:02d}_{stage}.json", name, stage, inputs)
+            )
+            self.advance(stage)
+            if isinstance(result, StageRejection):
+                rejection = result._asdict()
+                _write_json(root / "stages" / "rejected.json", rejection)
+                for later in STAGES[number:]:
+                    self.advance(later)
+                return self._finish(root, name, False, [rejection])
+            outputs[stage] = result
+        world = self._world(name, seed, outputs)
+        save_world(world, root)
+        rejections = await asyncio.to_thread(_checks, root)
+        return self._finish(root, name, not rejections, rejections)
+
+    def _finish(self, root: Path, name: str, kept: bool, rejections: list[dict[str, Any]]) -> EnvOutcome:
+        _write_json(root / "status.json", {"kept": kept, "rejections": rejections})
+        return EnvOutcome(name, kept, rejections)
+
+    @staticmethod
+    def _inputs(stage: str, digest: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+        inputs: dict[str, Any] = {"seed": digest}
+        for earlier in STAGES[: STAGES.index(stage)]:
+            inputs[earlier] = outputs[earlier].model_dump(mode="json")
+        if "tools" in inputs:
+            inputs["tools"] = inputs["tools"]["tools"]
+        if "tasks" in inputs:
+            inputs["tasks"] = inputs["tasks"]["tasks"]
+        return inputs
+
+    async def _stage(self, path: Path, name: str, stage: str, inputs: dict[str, Any]) -> Any:
+        from agentworld.synth.stages import MODELS
+
+        if path.exists():
+            saved = json.loads(path.read_text("utf-8"))
+            if saved.get("version") == STAGE_VERSIONS[stage]:
+                return MODELS[stage].model_validate(saved["output"])
+        request = ChatRequest(
+            messages=(
+                Message(role="system", content=SYSTEM),
+                Message(role="user", content=prompt(stage, inputs)),
+            ),
+            model=self.model,
+            max_tokens=self.max_tokens,
+            temperature=0.0,
+            seed=0,
+        )
+        async with self.semaphore:
+            answer = (await self.cache.call(self.backend, request)).result
+        result = parse(stage, answer.content)
+        if not isinstance(result, StageRejection):
+            _write_json(
+                path,
+                {
+                    "stage": stage,
+                    "version": STAGE_VERSIONS[stage],
+                    "env": name,
+                    "output": result.model_dump(mode="json"),
+                },
+            )
+        return result
+
+    def _world(self, name: str, seed: Seed, outputs: dict[str, Any]) -> World:
+        tasks_out: TasksOut = outputs["tasks"]
+        plans: PlansOut = outputs["plans"]
+        tools: ToolsOut = outputs["tools"]
+        tasks = [
+            Task(
+                id=t.id,
+                instruction=t.instruction,
+                success=t.success,
+                reference_plan=plans.plans.get(t.id, []),
+                reference_answer=t.reference_answer,
+            )
+            for t in tasks_out.tasks
+        ]
+        return World(
+            name=name,
+            scenario=Scenario.model_validate(outputs["scenario"].model_dump()),
+            tools=tools.tools,
+            tasks=tasks,
+            initial_state=InitialState.model_validate(outputs["initial_state"].model_dump()),
+            provenance=Provenance(
+                seeds=[seed.id], generator=self.backend.name, stage_versions=STAGE_VERSIONS
+            ),
+        )
+
+
+def _checks(root: Path) -> list[dict[str, Any]]:
+    """The quality checks' rejections of a world folder (none when the checks are not installed)."""
+    try:
+        from agentworld.synth.checks import run_checks  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return []
+    return [_as_dict(r) for r in run_checks(root)]
+
+
+def _as_dict(rejection: Any) -> dict[str, Any]:
+    if isinstance(rejection, BaseModel):
+        return rejection.model_dump(mode="json")
+    if hasattr(rejection, "_asdict"):
+        return dict(rejection._asdict())
+    if hasattr(rejection, "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(rejection)
+    return {"stage": "checks", "reason": str(rejection)}

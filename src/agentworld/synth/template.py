@@ -1,0 +1,138 @@
+"""``synth-template``: an offline generator that answers every stage from the seed alone, without a model.
+
+It makes the pipeline runnable anywhere (the README's example, tests, benchmarks): tools are the
+seed's tool calls with schemas inferred from their arguments, the initial state is the entities
+the seed's read-only results showed, and the tasks replay the seed's state-changing calls, checked
+on the trace. A real generator model invents far more; this one only shows the shape.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentworld.domains.mcp.ledger import entities, is_mutating, parse_json, tool_noun
+from agentworld.models.base import ChatRequest, ChatResult, register_backend
+from agentworld.models.scripted import ScriptedBackend
+from agentworld.synth.stages import read_inputs
+
+NAME = "synth-template"
+MAX_TASKS = 3
+
+
+def _schema(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, float):
+        return {"type": "number"}
+    if isinstance(value, list):
+        return {"type": "array"}
+    if isinstance(value, dict):
+        return {"type": "object"}
+    return {"type": "string"}
+
+
+def _calls(inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(inputs.get("seed", {}).get("calls", []))
+
+
+def _scenario(inputs: dict[str, Any]) -> dict[str, Any]:
+    seed = inputs["seed"]
+    context = seed.get("context", "")
+    title = next((line.lstrip("# ").strip() for line in context.splitlines() if line.startswith("#")), "")
+    errors = sorted(
+        {c["observation"][:80] for c in _calls(inputs) if c["observation"].lower().startswith("error")}
+    )
+    return {
+        "service": (title or seed["id"])[:200],
+        "description": context[:400] or f"Service of seed {seed['id']}.",
+        "users": ["customer", "support agent"],
+        "failure_modes": errors or ["invalid arguments"],
+    }
+
+
+def _tools(inputs: dict[str, Any]) -> dict[str, Any]:
+    tools: dict[str, dict[str, Any]] = {}
+    for call in _calls(inputs):
+        props = tools.setdefault(call["tool"], {})
+        props.update({k: _schema(v) for k, v in call["arguments"].items()})
+    if not tools:
+        tools["get_item"] = {"id": {"type": "string"}}
+    return {
+        "tools": [
+            {
+                "name": name,
+                "description": f"{name.replace('_', ' ')} ({'changes' if is_mutating(name) else 'reads'} "
+                f"data).",
+                "inputSchema": {"type": "object", "properties": props, "required": sorted(props)},
+            }
+            for name, props in tools.items()
+        ]
+    }
+
+
+def _initial_state(inputs: dict[str, Any]) -> dict[str, Any]:
+    state: dict[str, dict[str, dict[str, Any]]] = {}
+    for call in _calls(inputs):
+        parsed = parse_json(call["observation"])
+        if is_mutating(call["tool"]) or parsed is None:
+            continue
+        for (kind, ident), obj in entities(parsed[0], tool_noun(call["tool"])):
+            state.setdefault(kind, {}).setdefault(ident, {}).update(obj)
+    return {"entities": state or {"item": {"I1": {"status": "open"}}}}
+
+
+def _tasks(inputs: dict[str, Any]) -> dict[str, Any]:
+    names = {t["name"] for t in inputs["tools"]}
+    calls = [c for c in _calls(inputs) if c["tool"] in names]
+    chosen = [c for c in calls if is_mutating(c["tool"])][:MAX_TASKS] or calls[:1]
+    if not chosen:
+        first = inputs["tools"][0]["name"]
+        chosen = [{"tool": first, "arguments": {}}]
+    return {
+        "tasks": [
+            {
+                "id": f"task-{i}",
+                "instruction": f"Call {c['tool']} with {json.dumps(c['arguments'], sort_keys=True)}.",
+                "success": {"trace": [{"tool": c["tool"], "arguments": c["arguments"]}]},
+                "reference_answer": None,
+            }
+            for i, c in enumerate(chosen, 1)
+        ]
+    }
+
+
+def _plans(inputs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "plans": {
+            t["id"]: [{"tool": c["tool"], "arguments": c["arguments"]} for c in t["success"]["trace"]]
+            for t in inputs["tasks"]
+        }
+    }
+
+
+ANSWERS = {
+    "scenario": _scenario,
+    "tools": _tools,
+    "initial_state": _initial_state,
+    "tasks": _tasks,
+    "plans": _plans,
+}
+
+
+def answer(request: ChatRequest) -> str:
+    """The template's answer to a stage prompt (JSON text)."""
+    stage, inputs = read_inputs(request.messages[-1].content)
+    return json.dumps(ANSWERS[stage](inputs), ensure_ascii=False)
+
+
+@register_backend(NAME)
+def template_backend(**_: Any) -> ScriptedBackend:
+    """The offline generator (``--generator-model synth-template`` without a base URL)."""
+
+    def reply(request: ChatRequest) -> ChatResult:
+        return ChatResult(content=answer(request), source=NAME, model=NAME)
+
+    return ScriptedBackend(default=reply, name=NAME)

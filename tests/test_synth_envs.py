@@ -1,0 +1,319 @@
+"""``synth envs``: stages from seeds with a scripted generator, rejections, resume after SIGKILL, serving."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextContent
+
+from agentworld.models.base import ChatRequest, ChatResult
+from agentworld.models.cache import response_key
+from agentworld.models.scripted import ScriptedBackend
+from agentworld.schema import Message
+from agentworld.serve.mock_server import MockConfig, run_mock_server
+from agentworld.synth.envs import Factory
+from agentworld.synth.seeds import read_seeds
+from agentworld.synth.stages import STAGES, read_inputs
+from agentworld.synth.template import answer
+from agentworld.synth.world import load_world
+
+TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
+TAU = TAU if TAU.exists() else Path("/work/shared/data/tau_bench_airline_gpt4o_dev.json")
+TOOLS = Path(__file__).parent / "fixtures" / "airline_tools.json"
+needs_tau = pytest.mark.skipif(not TAU.exists(), reason="tau-bench seed file not present")
+
+
+def scripted(override: dict[str, str] | None = None) -> ScriptedBackend:
+    """A generator that answers like ``synth-template``, except stages named in ``override``."""
+
+    def reply(request: ChatRequest) -> str:
+        stage, _ = read_inputs(request.messages[-1].content)
+        return (override or {}).get(stage) or answer(request)
+
+    return ScriptedBackend(default=reply, name="scripted-generator")
+
+
+def run_factory(backend: Any, out: Path, seeds: list[Any], concurrency: int = 4) -> Any:
+    return asyncio.run(Factory(backend, out, model="g", concurrency=concurrency).run(seeds))
+
+
+@needs_tau
+def test_tau_bench_seeds_become_world_folders_served_to_a_real_mcp_client(tmp_path: Path) -> None:
+    seeds = read_seeds([TAU], limit=3)
+    backend = scripted()
+    summary = run_factory(backend, tmp_path, seeds)
+    assert (summary.environments, summary.kept, summary.requests_sent) == (3, 3, 15)
+    assert len(backend.calls) == 15 and {
+        read_inputs(c.messages[-1].content)[0] for c in backend.calls
+    } == set(STAGES)
+    folder = tmp_path / "env_00000"
+    assert sorted(p.name for p in (folder / "stages").iterdir()) == [
+        "01_scenario.json",
+        "02_tools.json",
+        "03_initial_state.json",
+        "04_tasks.json",
+        "05_plans.json",
+    ]
+    stage = json.loads((folder / "stages" / "02_tools.json").read_text())
+    assert (stage["stage"], stage["version"], stage["env"]) == ("tools", 1, "env_00000")
+    world = load_world(folder)
+    assert world.provenance.seeds == [f"{TAU.name}:{seeds[0].id.split(':', 1)[1]}"]
+    assert "reservation" in world.initial_state.entities and world.tasks[0].reference_plan
+    assert all(
+        [(s.tool, s.arguments) for s in t.reference_plan] == [(c.tool, c.arguments) for c in t.success.trace]
+        for t in world.tasks
+    )
+
+    with run_mock_server(MockConfig()) as mock_url:
+        params = StdioServerParameters(
+            command=sys.executable,
+            env=dict(os.environ),
+            args=[
+                "-m",
+                "agentworld",
+                "serve",
+                "mcp",
+                "--world",
+                str(folder),
+                "--model-base-url",
+                mock_url,
+                "--model",
+                "mock",
+            ],
+        )
+
+        async def session() -> tuple[list[str], str]:
+            async with Client(params) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                call = world.tasks[0].reference_plan[0]
+                result = await client.call_tool(call.tool, call.arguments)
+                assert not result.is_error
+                block = result.content[0]
+                assert isinstance(block, TextContent)
+                return names, block.text
+
+        names, text = asyncio.run(session())
+    assert names == [t.name for t in world.tools] and "get_reservation_details" in names
+    assert "Command completed successfully." in text
+
+
+@needs_tau
+@pytest.mark.parametrize(
+    ("stage", "reply", "reason", "detail"),
+    [
+        ("tasks", "Sure! Here are the tasks.", "unparsable_json", "no JSON object"),
+        (
+            "tools",
+            '{"tools": [{"description": "nameless"}]}',
+            "invalid_output",
+            "tools.0.name: Field required",
+        ),
+        (
+            "scenario",
+            '```json\n{"service": "x", "users": "everyone"}\n```',
+            "invalid_output",
+            "users: Input should be a valid list",
+        ),
+    ],
+)
+def test_an_answer_that_does_not_parse_is_a_recorded_rejection(
+    tmp_path: Path, stage: str, reply: str, reason: str, detail: str
+) -> None:
+    seeds = read_seeds([TAU], limit=1) if stage == "tools" else read_seeds([TOOLS])  # a tools/list has tools
+    summary = run_factory(scripted({stage: reply}), tmp_path, seeds)
+    assert (summary.kept, summary.rejected_by_stage, summary.rejected_by_reason) == (
+        0,
+        {stage: 1},
+        {reason: 1},
+    )
+    status = json.loads((tmp_path / "env_00000" / "status.json").read_text())
+    assert status["kept"] is False and status["rejections"][0]["stage"] == stage
+    assert detail in status["rejections"][0]["detail"]
+    assert not (tmp_path / "env_00000" / "world.json").exists()
+
+
+def test_a_bare_tools_list_seed_keeps_its_tools_and_sends_no_tools_request(tmp_path: Path) -> None:
+    backend = scripted()
+    summary = run_factory(backend, tmp_path, read_seeds([TOOLS]))
+    assert summary.kept == 1 and summary.requests_sent == 4
+    assert "tools" not in {read_inputs(c.messages[-1].content)[0] for c in backend.calls}
+    world = load_world(tmp_path / "env_00000")
+    assert [t.model_dump() for t in world.tools] == json.loads(TOOLS.read_text())["tools"]
+
+
+class Gauge:
+    """A generator that counts requests in flight (each waits until the loop has run other tasks)."""
+
+    name = "gauge"
+
+    def __init__(self) -> None:
+        self.now = self.peak = self.calls = 0
+
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        self.now += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.now)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        self.now -= 1
+        return ChatResult(content=answer(request))
+
+
+def test_concurrency_bounds_the_requests_in_flight(tmp_path: Path) -> None:
+    seeds = [read_seeds([TOOLS])[0].model_copy(update={"id": f"s{i}"}) for i in range(6)]
+    gauge = Gauge()
+    summary = run_factory(gauge, tmp_path, seeds, concurrency=3)
+    assert summary.kept == 6 and gauge.calls == 24 and gauge.peak == 3
+
+
+# -- SIGKILL and resume, through the CLI and a real OpenAI-compatible HTTP server -------------------
+
+
+@contextmanager
+def generator_server(delay_s: float = 0.05) -> Iterator[tuple[str, list[list[dict[str, str]]]]]:
+    """An OpenAI-compatible chat server on 127.0.0.1 answering like synth-template; logs every request."""
+    log: list[list[dict[str, str]]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            log.append(body["messages"])
+            time.sleep(delay_s)
+            request = ChatRequest(messages=tuple(Message(**m) for m in body["messages"]))
+            reply = {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": answer(request)},
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", log
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def journal_keys(path: Path) -> set[str]:
+    keys = set()
+    for line in path.read_text().splitlines():
+        with contextlib.suppress(ValueError, KeyError):  # a torn last line
+            keys.add(json.loads(line)["key"])
+    return keys
+
+
+def key_of(messages: list[dict[str, str]]) -> str:
+    request = ChatRequest(
+        messages=tuple(Message(**m) for m in messages), model="gen", max_tokens=4096, temperature=0.0, seed=0
+    )
+    return response_key("openai:gen", request)
+
+
+def test_sigkill_then_the_same_command_finishes_every_environment_once_without_resending(
+    tmp_path: Path,
+) -> None:
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for i in range(6):
+        tools = json.loads(TOOLS.read_text())["tools"]
+        (seeds / f"svc{i}.json").write_text(
+            json.dumps({"tools": [{**t, "name": f"{t['name']}_{i}"} for t in tools]})
+        )
+    out = tmp_path / "out"
+    with generator_server() as (url, log):
+        cmd = [
+            sys.executable,
+            "-m",
+            "agentworld",
+            "synth",
+            "envs",
+            *(a for f in sorted(seeds.iterdir()) for a in ("--seeds", str(f))),
+            "--out",
+            str(out),
+            "--generator-model",
+            "gen",
+            "--generator-base-url",
+            url,
+            "--concurrency",
+            "2",
+        ]
+        env = {**os.environ, "AGENTWORLD_GENERATOR_API_KEY": "sk-test"}
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while len(log) < 9 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+        first = list(log)
+        journaled = journal_keys(out / "generator_cache.jsonl")
+        assert 0 < len(journaled) < 24, "killed mid-run"
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        second = log[len(first) :]
+    resent = [key_of(m) for m in second if key_of(m) in journaled]
+    assert resent == [], "a request answered and journaled before the kill was sent again"
+    assert len({key_of(m) for m in first + second}) == 24
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["environments"] == 6 and summary["kept"] == 6
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [f"env_{i:05d}" for i in range(6)]
+    assert all(load_world(out / f"env_{i:05d}").tasks for i in range(6))
+    assert "sk-test" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert "6 of 6 environments kept" in done.stdout
+
+
+def test_a_missing_seed_file_is_one_red_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentworld",
+            "synth",
+            "envs",
+            "--seeds",
+            str(tmp_path / "no"),
+            "--out",
+            str(tmp_path / "o"),
+            "--generator-model",
+            "synth-template",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {tmp_path / 'no'}: no such seed file"
