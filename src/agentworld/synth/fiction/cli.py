@@ -1,7 +1,7 @@
 """``agentworld synth world``: a fictional world (bible, simulator inputs, tasks) into a folder.
 
-Register it in the ``synth`` group with ``config_command(app, FictionConfig, run, name="world")``
-(this module's :data:`app` serves it standalone until then).
+The ``synth`` group (:mod:`agentworld.synth.cli`) registers :func:`run` as ``world``; this module's
+:data:`app` serves the same command on its own.
 """
 
 from __future__ import annotations
