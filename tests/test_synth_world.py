@@ -97,7 +97,8 @@ def test_final_state_applies_what_the_simulated_results_showed() -> None:
     world = World.model_validate({**WORLD, "tasks": [TASK]})
     steps = [ToolStep("cancel_reservation", {"reservation_id": "R1"},
                       '{"reservation_id": "R1", "status": "cancelled", "refund": 420}'),
-             ToolStep("get_reservation_details", {"reservation_id": "R9"}, "Error: no such reservation"),
+             ToolStep("get_reservation_details", {"reservation_id": "R9"},
+                      '**Environment Observation:**\nError: no {"reservation_id": "R9", "status": "x"}'),
              ("delete_note", {"note_id": "N1"}, '{"deleted": true}')]
     state = final_state(world, steps)
     assert state["reservation"]["R1"]["status"] == "cancelled"

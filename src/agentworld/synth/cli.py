@@ -5,6 +5,7 @@ from __future__ import annotations
 from agentworld.cli_support import config_command, new_app
 from agentworld.synth.check_cli import register as register_check
 from agentworld.synth.config import SynthEnvsConfig
+from agentworld.synth.fiction.config import FictionConfig
 
 app = new_app("Synthesize environments: world folders from seeds and a generator model.")
 
@@ -51,4 +52,13 @@ def _envs(config: SynthEnvsConfig) -> None:
 config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "
                "(scenario, tools, initial state, tasks, reference plans); resumable, concurrent.")
 
+
+def _world(config: FictionConfig) -> None:
+    from agentworld.synth.fiction.cli import run
+
+    run(config)
+
+
+config_command(app, FictionConfig, _world, name="world", help="Make a fictional world: a checked world "
+               "bible, then a search or MCP world that answers from it, with tasks and reference answers.")
 register_check(app)

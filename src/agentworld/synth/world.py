@@ -29,6 +29,7 @@ from agentworld.domains.mcp.ledger import entities, is_mutating, parse_json, too
 from agentworld.domains.spec import ControlSpec, WorldSpec, load_control_spec
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
+from agentworld.schema import strip_marker
 
 WORLD_VERSION = 1
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -262,8 +263,9 @@ def final_state(world: World, steps: Iterable[ToolStep | Sequence[Any]]) -> Enti
     state: Entities = copy.deepcopy(world.initial_state.entities)
     for raw in steps:
         step = raw if isinstance(raw, ToolStep) else ToolStep(*raw)
-        parsed = parse_json(step.observation)
-        if _is_error(step.observation):
+        observation = strip_marker(step.observation)
+        parsed = parse_json(observation)
+        if _is_error(observation):
             continue
         shown: set[tuple[str, str]] = set()
         for (kind, ident), obj in entities(parsed[0], tool_noun(step.tool)) if parsed else []:
