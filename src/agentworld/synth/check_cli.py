@@ -53,13 +53,18 @@ def world_folders(paths: list[Path]) -> list[Path]:
 
 
 def _check(config: SynthCheckConfig, worlds: list[Path]) -> None:
+    check_worlds(config, world_folders(worlds))
+
+
+def check_worlds(config: SynthCheckConfig, folders: list[Path]) -> None:
+    """Run the checks over world folders and write the report (``synth check``, and ``synth envs`` after
+    generating)."""
     import asyncio
 
     from agentworld.endpoints import build_backend
     from agentworld.synth.checks import arun_checks
     from agentworld.synth.report import write_report
 
-    folders = world_folders(worlds)
     limits = CheckThresholds.model_validate({k: getattr(config, k) for k in CheckThresholds.model_fields})
     backend: Any = None
     if config.model is not None:

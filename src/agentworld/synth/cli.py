@@ -47,6 +47,13 @@ def _envs(config: SynthEnvsConfig) -> None:
         summary = asyncio.run(factory.run(seeds))
     typer.echo(f"{summary.kept} of {summary.environments} environments kept in {config.out} "
                f"({summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")
+    worlds = sorted(p.parent for p in config.out.glob("*/world.json"))
+    if worlds:  # every check over every world, near-duplicates included; world-model answers journaled
+        from agentworld.synth.check_cli import SynthCheckConfig, check_worlds
+
+        fields = set(SynthCheckConfig.model_fields) & set(SynthEnvsConfig.model_fields) - {"out"}
+        check_worlds(SynthCheckConfig(out=config.out, cache=config.out / "world_model_cache.jsonl",
+                                      **{k: getattr(config, k) for k in fields}), worlds)
 
 
 config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "
