@@ -329,3 +329,21 @@ def test_a_rerun_with_other_seeds_redoes_the_environments_it_does_not_match(tmp_
     world = load_world(tmp_path / "env_00000")
     assert world.provenance.seeds[0].startswith(TAU.name)
     assert [t.model_dump() for t in world.tools] != json.loads(TOOLS.read_text())["tools"]
+
+
+def test_synth_envs_with_a_world_model_runs_every_check_and_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "envs"
+    with run_mock_server(MockConfig()) as mock_url:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TOOLS), "--seeds",
+             str(TOOLS), "--out", str(out), "--generator-model", "synth-template", "--no-progress",
+             "--model", "mock", "--model-base-url", mock_url],
+            capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    stages = {s["stage"]: s for s in report["summary"]["stages"]}
+    assert report["skipped"] == [] and {"reference_plan", "probe", "duplicates"} <= set(stages)
+    assert stages["reference_plan"]["checked"] == 2
+    # Two environments from one seed: the same scenario over the same tools, so one is a near-duplicate.
+    assert report["summary"]["reasons"] == {"near_duplicate": 1} and report["summary"]["kept"] == 1
+    assert (out / "report.html").is_file() and (out / "world_model_cache.jsonl").stat().st_size > 0

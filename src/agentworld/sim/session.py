@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from agentworld.domains.hooks import ParsedAction, RawAction, domain_actions, fault_template
@@ -65,18 +65,22 @@ class Simulator:
         router: sends some actions to a real environment.
         domains: domain registry (default: the built-in one).
         token_counter: counts tokens of history text (default: ``len // 4``).
+        ledger_factory: makes each episode's ledger from its spec (default: the domain's own); a
+            fictional world passes the ledger of its bible here.
 
     The caller owns ``model`` and ``cache``; :meth:`close` closes neither.
     """
 
     def __init__(self, model: ChatBackend | None = None, *, ledger: bool = True,
                  cache: ResponseCache | None = None, max_reasks: int = 1, router: Router | None = None,
-                 domains: DomainRegistry | None = None, token_counter: TokenCounter | None = None) -> None:
+                 domains: DomainRegistry | None = None, token_counter: TokenCounter | None = None,
+                 ledger_factory: Callable[[WorldSpec], Ledger] | None = None) -> None:
         self.model = model
         self.cache = cache
         self.router = router
         self.max_reasks = max(0, max_reasks)
         self._use_ledger = ledger
+        self._ledger_factory = ledger_factory
         self._domains = domains or DOMAINS
         self._count = token_counter or estimate_tokens
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -92,7 +96,8 @@ class Simulator:
         self._actions = domain_actions(spec.domain)
         self._started = True
         self._faults_in = controls.FaultInjector(spec.controls, seed)
-        self._ledger: Ledger = _make_ledger(spec.domain, spec) if self._use_ledger else NullLedger()
+        factory = self._ledger_factory or (lambda s: _make_ledger(s.domain, s))
+        self._ledger: Ledger = factory(spec) if self._use_ledger else NullLedger()
         self._history: list[TurnRecord] = []
         self._faults: list[InjectedFault] = []
         self._pages: dict[tuple[str | None, str], tuple[str, int]] = {}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from agentworld.cli_support import config_command, new_app
+from agentworld.synth.check_cli import register as register_check
 from agentworld.synth.config import SynthEnvsConfig
+from agentworld.synth.fiction.config import FictionConfig
 
 app = new_app("Synthesize environments: world folders from seeds and a generator model.")
 
@@ -45,7 +47,25 @@ def _envs(config: SynthEnvsConfig) -> None:
         summary = asyncio.run(factory.run(seeds))
     typer.echo(f"{summary.kept} of {summary.environments} environments kept in {config.out} "
                f"({summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")
+    worlds = sorted(p.parent for p in config.out.glob("*/world.json"))
+    if worlds:  # every check over every world, near-duplicates included; world-model answers journaled
+        from agentworld.synth.check_cli import SynthCheckConfig, check_worlds
+
+        fields = set(SynthCheckConfig.model_fields) & set(SynthEnvsConfig.model_fields) - {"out"}
+        check_worlds(SynthCheckConfig(out=config.out, cache=config.out / "world_model_cache.jsonl",
+                                      **{k: getattr(config, k) for k in fields}), worlds)
 
 
 config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "
                "(scenario, tools, initial state, tasks, reference plans); resumable, concurrent.")
+
+
+def _world(config: FictionConfig) -> None:
+    from agentworld.synth.fiction.cli import run
+
+    run(config)
+
+
+config_command(app, FictionConfig, _world, name="world", help="Make a fictional world: a checked world "
+               "bible, then a search or MCP world that answers from it, with tasks and reference answers.")
+register_check(app)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
 
-from agentworld.endpoints import MODEL_KEY_ENV
+from agentworld.endpoints import MODEL_KEY_ENV, ModelEndpoint
+from agentworld.synth.report import CheckThresholds
 
 GENERATOR_KEY_ENV = ("AGENTWORLD_GENERATOR_API_KEY", *MODEL_KEY_ENV)
 
 
-class SynthEnvsConfig(BaseModel):
-    """``agentworld synth envs``: environments (world folders) from seeds and a generator model."""
+class SynthEnvsConfig(ModelEndpoint, CheckThresholds):
+    """``agentworld synth envs``: environments (world folders) from seeds and a generator model, then the
+    world checks over all of them (report.json, report.html in OUT)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -42,6 +44,10 @@ class SynthEnvsConfig(BaseModel):
     concurrency: int = Field(8, ge=1, le=4096, description="Most generator requests in flight at once.")
     limit: int | None = Field(None, ge=1, description="Use at most this many seeds (environments).")
     max_tokens: int = Field(4096, ge=16, le=1_000_000, description="Most tokens per generator answer.")
+    model: str | None = Field(  # type: ignore[assignment]  # optional: without it, static checks only
+        None, description="World model for the simulator checks (reference plans reach their goal, "
+        "ledger contradiction probe): the served model name with --model-base-url, else a backend name; "
+        "without it the static checks and near-duplicate removal still run.")
     progress: bool = Field(
         True, description="Show a progress bar per stage (on a terminal; plain lines otherwise)."
     )

@@ -222,12 +222,12 @@ class Factory:
 
 
 def _checks(root: Path) -> list[dict[str, Any]]:
-    """The quality checks' rejections of a world folder (none when the checks are not installed)."""
-    try:
-        from agentworld.synth.checks import run_checks  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return []
-    return [_as_dict(r) for r in run_checks(root)]
+    """The static quality checks' rejections of a world folder (the simulator's need a world model:
+    ``agentworld synth check OUT --model ...``, which also removes near-duplicates across folders)."""
+    from agentworld.synth.checks import check_world
+
+    verdict = check_world(root)
+    return [{"stage": verdict.stage, **r.model_dump(mode="json")} for r in verdict.rejections]
 
 
 def _as_dict(rejection: Any) -> dict[str, Any]:

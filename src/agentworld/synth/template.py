@@ -89,8 +89,8 @@ def _tasks(inputs: dict[str, Any]) -> dict[str, Any]:
     calls = [c for c in _calls(inputs) if c["tool"] in names]
     chosen = [c for c in calls if is_mutating(c["tool"])][:MAX_TASKS] or calls[:1]
     if not chosen:
-        first = inputs["tools"][0]["name"]
-        chosen = [{"tool": first, "arguments": {}}]
+        first = inputs["tools"][0]
+        chosen = [{"tool": first["name"], "arguments": _required(first.get("inputSchema") or {})}]
     return {
         "tasks": [
             {
@@ -102,6 +102,18 @@ def _tasks(inputs: dict[str, Any]) -> dict[str, Any]:
             for i, c in enumerate(chosen, 1)
         ]
     }
+
+
+def _required(schema: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder values for a schema's required properties (a plan the tool's schema accepts)."""
+    props = schema.get("properties") or {}
+    samples = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    out = {}
+    for name in schema.get("required") or []:
+        spec = props.get(name) or {}
+        enum, kind = spec.get("enum"), spec.get("type")
+        out[name] = enum[0] if enum else samples.get(kind if isinstance(kind, str) else "string", "x")
+    return out
 
 
 def _plans(inputs: dict[str, Any]) -> dict[str, Any]:
