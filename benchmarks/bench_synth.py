@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -50,7 +51,7 @@ def mock_stats(url: str) -> dict[str, int]:
 
 
 def run_synth(seeds: list[Path], out: Path, url: str, envs: int, concurrency: int,
-              latency_s: float) -> dict[str, float]:
+              latency_s: float) -> dict[str, Any]:
     """One ``synth envs`` run in its own process: wall time, its peak RSS, requests, kept environments."""
     before = mock_stats(url)
     seed_args = [a for s in seeds for a in ("--seeds", str(s))]
@@ -71,9 +72,12 @@ def run_synth(seeds: list[Path], out: Path, url: str, envs: int, concurrency: in
     after = mock_stats(url)
     summary = json.loads((out / "summary.json").read_text())
     requests = after.get("requests", 0) - before.get("requests", 0)
+    report = out / "report.json"
+    checked = json.loads(report.read_text())["summary"] if report.exists() else {}
+    reasons = ", ".join(f"{k} {v}" for k, v in checked.get("reasons", {}).items())
     return {"envs": summary["environments"], "kept": summary["kept"], "wall_s": wall, "requests": requests,
-            "floor_s": requests * latency_s / concurrency, "peak_rss_mb": usage.ru_maxrss / 1024,
-            "last_line": output.strip().splitlines()[-1] if output.strip() else ""}
+            "checked_kept": checked.get("kept", summary["kept"]), "reasons": reasons or "none",
+            "floor_s": requests * latency_s / concurrency, "peak_rss_mb": usage.ru_maxrss / 1024}
 
 
 def main() -> int:
@@ -92,7 +96,8 @@ def main() -> int:
         try:
             assert server.stdout is not None
             url = server.stdout.readline().strip()
-            runs = [run_synth(seeds, Path(tmp) / f"out{n}", url, n, args.concurrency, latency) for n in sizes]
+            runs: list[dict[str, Any]] = [
+                run_synth(seeds, Path(tmp) / f"out{n}", url, n, args.concurrency, latency) for n in sizes]
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -100,11 +105,12 @@ def main() -> int:
     return 0
 
 
-def report(runs: list[dict[str, float]], args: argparse.Namespace) -> None:
+def report(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"synth envs against the mock generator: latency {args.latency_ms:.0f} ms, concurrency "
           f"{args.concurrency}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'':30}" + "".join(f"{str(int(r['envs'])) + ' envs':>14}" for r in runs))
-    rows = (("environments kept", lambda r: f"{r['kept']:.0f}"),
+    rows = (("environments generated", lambda r: f"{r['kept']:.0f}"),
+            ("kept by the world checks", lambda r: f"{r['checked_kept']:.0f}"),
             ("wall time (s)", lambda r: f"{r['wall_s']:.1f}"),
             ("floor (s)", lambda r: f"{r['floor_s']:.1f}"),
             ("time / environment (ms)", lambda r: f"{r['wall_s'] / r['envs'] * 1000:.1f}"),
@@ -122,7 +128,7 @@ def report(runs: list[dict[str, float]], args: argparse.Namespace) -> None:
         floor = (large["floor_s"] - small["floor_s"]) / (large["envs"] - small["envs"]) * 1000
         print(f"per further environment (slope between the runs, start-up excluded): {per_env:.1f} ms "
               f"(floor {floor:.1f} ms), {slope:.1f} KiB of RSS")
-    print(f"last line of the large run: {runs[-1]['last_line']}")
+    print(f"rejections of the large run by reason: {runs[-1]['reasons']}")
 
 
 if __name__ == "__main__":
