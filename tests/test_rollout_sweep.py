@@ -161,6 +161,18 @@ def test_rollout_command_on_a_world_without_sweep_runs_its_tasks(tmp_path: Path,
     assert summary["episodes"] == 1 and summary["mean_reward"] == 1.0 and summary["faults"] == 0
 
 
+def test_a_world_without_tasks_needs_a_task(tmp_path: Path, endpoints: str) -> None:
+    root = _world_dir(tmp_path / "w", {})
+    (root / "tasks.jsonl").write_text("")
+    out = tmp_path / "eps.jsonl"
+    refused = _rollout(endpoints, "--world", str(root), "--out", str(out))
+    assert refused.exit_code == 2 and "tasks.jsonl: the world has no task to roll out" in refused.output
+    given = _rollout(endpoints, "--world", str(root), "--out", str(out), "--episodes", "1",
+                     "--task", "Cancel booking B1.")
+    assert given.exit_code == 0, given.output
+    assert json.loads(out.read_text().splitlines()[0])["task"] == "Cancel booking B1."
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--tools", "t.json", "--sweep-controls"], "--sweep-controls sweeps a world folder's controls"),
     (["--world", "w", "--tools", "t.json"], "give exactly one of --tools FILE and --world DIR"),

@@ -16,6 +16,7 @@ import typer
 
 from agentworld.domains import TOOLS_DOMAIN
 from agentworld.endpoints import build_backend
+from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 from agentworld.models.base import ChatBackend
 from agentworld.sim.types import FaultKind, WorldSpec
@@ -59,6 +60,9 @@ def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend) 
     loaded, spec, tasks = load_world_tasks(options.world)
     if options.task:
         tasks = [SweepTask(id="cli", instruction=options.task)]
+    elif not tasks:
+        raise DataError("the world has no task to roll out: give --task, or add tasks to tasks.jsonl",
+                        path=str(options.world / "tasks.jsonl"))
     controls = sorted(loaded.controls.items()) if options.sweep_controls else []
     rows = sweep_controls(agent, world, spec, controls, tasks, options.episodes, options.max_turns,
                           seed=options.seed, agent_model=options.agent_model)

@@ -112,12 +112,9 @@ def load_world_tasks(world_dir: str | Path) -> tuple[World, WorldSpec, list[Swee
     """A world folder for rollouts: the world, its spec (its tools and initial entities) and its tasks.
 
     Raises:
-        DataError: the folder does not load, has no task, or has a control spec named ``clean``.
+        DataError: the folder does not load, or has a control spec named ``clean``.
     """
     world = load_world(world_dir)
-    if not world.tasks:
-        raise DataError("the world has no task to roll out (tasks.jsonl is empty)",
-                        path=str(Path(world_dir) / "tasks.jsonl"))
     if CLEAN in world.controls:
         raise DataError(f"'{CLEAN}' names the row without controls; rename this control spec",
                         path=str(Path(world_dir) / "controls" / f"{CLEAN}.yaml"))
