@@ -1,10 +1,16 @@
-"""Helpers for tests that run a server as a subprocess (not collected: no ``test_`` prefix)."""
+"""Helpers for tests that run servers: a subprocess server's URL, a stub chat endpoint (not collected)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import subprocess
+import threading
 import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import httpx
 
@@ -28,3 +34,36 @@ def wait_listening(proc: subprocess.Popen[str], pattern: str, health: str, timeo
         except httpx.TransportError:
             assert time.monotonic() < deadline, "server not reachable"
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def chat_server(answer: Callable[[str, dict[str, Any], Any], str]) -> Iterator[str]:
+    """A real OpenAI-compatible chat endpoint on 127.0.0.1 whose reply text is ``answer(path, body,
+    headers)`` (``headers`` looked up case-insensitively); yields its base URL without ``/v1``, so
+    callers can route by path (``/agent/v1``, ``/world/v1``)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            content = answer(self.path, body, self.headers)
+            usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": content}}],
+                               "usage": usage}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -22,6 +22,7 @@ from agentworld.train.rollout import (
     trl_environment,
     write_episodes,
 )
+from serving import chat_server
 
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.",
           "inputSchema": {"type": "object",
@@ -125,44 +126,22 @@ def test_trl_environment_factory_one_grpo_step(tmp_path: Path) -> None:
 def test_rollout_command_sends_each_endpoint_its_own_key(tmp_path: Path) -> None:
     """`train rollout`: the agent's key goes to the agent endpoint only, the world model's to the world
     model (one key used to be sent to both)."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     from typer.testing import CliRunner
 
     from agentworld.cli import app
 
     seen: list[tuple[str, str]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            seen.append((self.path.split("/")[1], self.headers.get("Authorization", "")))
-            if self.path.startswith("/agent/"):
-                content = _agent(None) if len(body["messages"]) <= 2 else "All done."  # type: ignore[arg-type]
-            else:
-                content = WORLD
-            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": content}}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, body: dict[str, Any], headers: Any) -> str:
+        seen.append((path.split("/")[1], headers.get("Authorization", "")))
+        if path.startswith("/agent/"):
+            return _agent(None) if len(body["messages"]) <= 2 else "All done."  # type: ignore[arg-type]
+        return WORLD
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps({"tools": TOOLS}))
     out = tmp_path / "episodes.jsonl"
-    try:
+    with chat_server(answer) as url:
         result = CliRunner().invoke(app, [
             "train", "rollout", "--tools", str(tools), "--out", str(out), "--episodes", "2",
             "--max-turns", "3",
@@ -170,8 +149,6 @@ def test_rollout_command_sends_each_endpoint_its_own_key(tmp_path: Path) -> None
             "--model-base-url", f"{url}/world/v1", "--model", "world"],
             env={"AGENTWORLD_AGENT_API_KEY": "agent-key-1", "AGENTWORLD_MODEL_API_KEY": "world-key-2",
                  "OPENAI_API_KEY": ""})
-    finally:
-        server.shutdown()
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["episodes"] == 2
     assert {path for path, _ in seen} == {"agent", "world"}

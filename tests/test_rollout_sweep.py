@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from agentworld.errors import DataError
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.train.sweep import load_world_tasks, sweep_controls
+from serving import chat_server
 
 TOOLS = [{"name": "cancel_booking", "description": "Cancel a booking.",
           "inputSchema": {"type": "object", "properties": {"booking_id": {"type": "string"}},
@@ -100,33 +99,13 @@ def test_a_control_spec_named_clean_is_refused(tmp_path: Path) -> None:
 def endpoints() -> Iterator[str]:
     """One HTTP server: /agent/v1 answers as the scripted agent, /world/v1 as the world model."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            if self.path.startswith("/agent/"):
-                content = agent_reply(body["messages"][-1]["content"])
-            else:
-                content = f"<predicted_observation>{RESULT}</predicted_observation>"
-            reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": content}}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, body: dict[str, Any], _headers: Any) -> str:
+        if path.startswith("/agent/"):
+            return agent_reply(body["messages"][-1]["content"])
+        return f"<predicted_observation>{RESULT}</predicted_observation>"
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    with chat_server(answer) as url:
+        yield url
 
 
 def _rollout(url: str, *args: str) -> Any:

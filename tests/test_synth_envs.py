@@ -9,11 +9,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,7 @@ from agentworld.synth.seeds import read_seeds
 from agentworld.synth.stages import STAGES, read_inputs
 from agentworld.synth.template import answer
 from agentworld.synth.world import load_world
+from serving import chat_server
 
 TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
 TAU = TAU if TAU.exists() else Path("/work/shared/data/tau_bench_airline_gpt4o_dev.json")
@@ -190,44 +189,13 @@ def generator_server(delay_s: float = 0.05) -> Iterator[tuple[str, list[list[dic
     """An OpenAI-compatible chat server on 127.0.0.1 answering like synth-template; logs every request."""
     log: list[list[dict[str, str]]] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
+    def reply(_path: str, body: dict[str, Any], _headers: Any) -> str:
+        log.append(body["messages"])
+        time.sleep(delay_s)
+        return answer(ChatRequest(messages=tuple(Message(**m) for m in body["messages"])))
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            log.append(body["messages"])
-            time.sleep(delay_s)
-            request = ChatRequest(messages=tuple(Message(**m) for m in body["messages"]))
-            reply = {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": answer(request)},
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", log
-    finally:
-        server.shutdown()
-        server.server_close()
+    with chat_server(reply) as url:
+        yield f"{url}/v1", log
 
 
 def journal_keys(path: Path) -> set[str]:

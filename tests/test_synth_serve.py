@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import TextContent
 
 from agentworld.serve.mock_server import MockConfig, run_mock_server
+from serving import chat_server
 from test_synth_world import TASK, WORLD, write
 
 
@@ -143,58 +144,20 @@ def test_http_sessions_name_world_folders_only_inside_the_worlds_root(tmp_path: 
 
 def test_train_rollout_runs_on_a_world_folder_with_its_first_task(tmp_path: Path) -> None:
     """``train rollout --world DIR``: the world's tools and entities, the agent given its first task."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     seen: dict[str, list[str]] = {"agent": [], "world": []}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            who = self.path.split("/")[1]
-            seen[who].append(json.dumps(body["messages"]))
-            if who == "agent":
-                content = (
-                    '{"tool_name": "cancel_reservation", "arguments": {"reservation_id": "R1"}}'
-                    if len(body["messages"]) <= 2
-                    else "All done."
-                )
-            else:
-                content = (
-                    '<predicted_observation>{"reservation_id": "R1", "status": "cancelled"}'
-                    "</predicted_observation>"
-                )
-            data = json.dumps(
-                {
-                    "id": "x",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {
-                            "index": 0,
-                            "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": content},
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(path: str, body: dict[str, Any], _headers: Any) -> str:
+        who = path.split("/")[1]
+        seen[who].append(json.dumps(body["messages"]))
+        if who == "agent":
+            return ('{"tool_name": "cancel_reservation", "arguments": {"reservation_id": "R1"}}'
+                    if len(body["messages"]) <= 2 else "All done.")
+        return ('<predicted_observation>{"reservation_id": "R1", "status": "cancelled"}'
+                "</predicted_observation>")
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
     world = write(tmp_path, WORLD, [TASK])
     out = tmp_path / "episodes.jsonl"
-    try:
+    with chat_server(answer) as url:
         done = subprocess.run(
             [
                 sys.executable,
@@ -224,8 +187,6 @@ def test_train_rollout_runs_on_a_world_folder_with_its_first_task(tmp_path: Path
             timeout=120,
             env={**os.environ, "AGENTWORLD_AGENT_API_KEY": "a", "AGENTWORLD_MODEL_API_KEY": "w"},
         )
-    finally:
-        server.shutdown()
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1])["episodes"] == 1
     assert TASK["instruction"] in seen["agent"][0] and "cancel_reservation" in seen["agent"][0]
