@@ -266,3 +266,19 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+@browser
+def test_a_chromium_that_dies_while_starting_is_started_again(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentworld.envs.browser import BrowserSession, find_chromium
+
+    real = find_chromium()
+    marker = tmp_path / "died-once"
+    wrapper = tmp_path / "chromium"
+    wrapper.write_text(f"#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; exit 1; fi\n"
+                       f"exec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("AGENTWORLD_CHROMIUM", str(wrapper))
+    with BrowserSession(allowed_origins=("http://127.0.0.1:1",)) as session:
+        assert marker.exists() and session.page is not None

@@ -48,6 +48,8 @@ OFFICIAL_ACTIONS: tuple[str, ...] = (
 READING_ACTIONS: frozenset[str] = frozenset({"noop", "scroll", "hover", "mouse_move", "send_msg_to_user",
                                              "report_infeasible"})
 """Actions that read or move the viewport but cannot change a site's state."""
+LAUNCH_ATTEMPTS = 3
+"""Starts of Chromium tried before giving up (see :meth:`BrowserSession._launch`)."""
 CHROMIUM_ARGS: tuple[str, ...] = (
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -177,12 +179,24 @@ class BrowserSession:
             env = {**os.environ, "TMPDIR": self._tmp, "HOME": self._tmp,  # crash reports land here too
                    "XDG_CONFIG_HOME": f"{self._tmp}/config", "XDG_CACHE_HOME": f"{self._tmp}/cache",
                    **self._janitor.env}
-            self._browser = self._pw.chromium.launch(executable_path=executable, headless=True,
-                                                     args=list(CHROMIUM_ARGS), env=env)
+            self._browser = self._launch(executable, env)
         except Exception as exc:
             self.close()
             raise BrowserError(f"could not start {executable}: {_short_error(exc)}") from exc
         self.new_context()
+
+    def _launch(self, executable: str, env: dict[str, str]) -> Any:
+        """Chromium, retried: on a loaded machine it now and then dies while starting (Playwright's
+        ``TargetClosedError``), and a second start then works."""
+        for attempt in range(LAUNCH_ATTEMPTS):
+            try:
+                return self._pw.chromium.launch(executable_path=executable, headless=True,
+                                                args=list(CHROMIUM_ARGS), env=env)
+            except Exception:
+                if attempt == LAUNCH_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def new_context(self) -> None:
         """A fresh browsing context (no cookies, storage or history) with one blank page."""
