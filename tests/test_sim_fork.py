@@ -114,6 +114,20 @@ def test_a_forks_stored_pages_stay_in_the_fork() -> None:
         branch.close()
 
 
+def test_what_a_fork_saw_is_never_replayed_to_the_parent_as_stale() -> None:
+    spec = WorldSpec(domain="mcp", tools=TOOLS,
+                     controls=ControlSpec(faults=[FaultRule(kind="stale", schedule=[2], tools=["search"])]))
+    with make_sim() as parent:
+        parent.reset(spec, seed=4)
+        with parent.fork() as branch:
+            branch.step(SEARCHES[0])
+            replayed = branch.step(SEARCHES[0])
+            assert (replayed.source, replayed.meta["stale_from_turn"]) == ("cache", 1)
+        parent.step(SEARCHES[1])
+        fresh = parent.step(SEARCHES[0])  # stale is due, but the parent never saw this call
+    assert fresh.source == "world_model" and fresh.meta["stale_from_turn"] is None
+
+
 def test_fork_before_reset_is_an_error() -> None:
     with pytest.raises(AgentWorldError, match=r"fork\(\) before reset"):
         make_sim().fork()
