@@ -132,9 +132,61 @@ def _run(factory: Callable[[], Any], actions: Sequence[Any], seed: int,
         driver.close()
 
 
+_MODEL_SOURCES = {"world_model": "model", "cache": "model", "fault": "model"}
+
+
+def _answer(record: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A simulator step's record with model, cache and fault sources alike: a fork's cached answer
+    may serve the parent's identical request, which changes where the text came from, not the text."""
+    if len(record) != 4:
+        return record
+    observation, source, is_error, fault = record
+    return observation, _MODEL_SOURCES.get(source, source), is_error, fault
+
+
+def _check_forks(factory: Callable[[], Any], actions: Sequence[Any], seed: int, spec: WorldSpec | None,
+                 baseline: list[tuple[Any, ...]]) -> str:
+    """Before each step, fork and step the fork through the remaining actions; the parent's results
+    must stay those of ``baseline`` (the run without forks), and no fork step may be real."""
+    env = factory()
+    driver = _driver(env, spec)
+    if driver.kind != "simulator" or not callable(getattr(env, "fork", None)):
+        driver.close()
+        return "fork: not checked (the environment has no fork())"
+    forked = 0
+    try:
+        records: list[tuple[Any, ...]] = [("reset", driver.reset(seed))]
+        for k, action in enumerate(actions):
+            branch = _Driver(env.fork(), spec)
+            try:
+                for later in actions[k:]:
+                    try:
+                        record, _ = branch.step(later)
+                    except EnvCheckError:
+                        raise
+                    except Exception:
+                        break
+                    forked += 1
+                    _expect(record[1] != "real", f"fork: a fork taken before step {k + 1} executed an action "
+                                                 "on the real environment")
+            finally:
+                branch.close()
+            records.append(driver.step(action)[0])
+    finally:
+        driver.close()
+    for i, (a, b) in enumerate(zip(baseline, records, strict=True)):
+        _expect(_answer(a) == _answer(b), f"fork: stepping forks changed the parent's step {i} under seed "
+                                          f"{seed}\nwithout forks: {a!r}\nwith forks:    {b!r}")
+    return f"fork: {forked} steps of forks left the parent's {len(records) - 1} results unchanged"
+
+
 def check_env(env_factory: Callable[[], Any], actions: Sequence[Any], *, seed: int = 0,
               other_seed: int | None = None, spec: WorldSpec | None = None) -> CheckReport:
-    """Check an environment's contract: call order, result types and determinism under a seed.
+    """Check an environment's contract: call order, result types, determinism under a seed, forks.
+
+    The fork check (environments with ``fork()``, such as the Simulator) forks before every step,
+    steps the fork through the remaining actions, and requires the parent's results to stay those of
+    a run without forks; the model must answer by the request, not by call order.
 
     Args:
         env_factory: builds a fresh environment (with a fresh scripted model) on every call.
@@ -168,4 +220,5 @@ def check_env(env_factory: Callable[[], Any], actions: Sequence[Any], *, seed: i
     if other_seed is not None:
         _, other = _run(env_factory, actions, other_seed, spec)
         notes.append(f"seed {other_seed} {'changed' if other != one else 'did not change'} the trajectory")
+    notes.append(_check_forks(env_factory, actions, seed, spec, one))
     return CheckReport(kind=kind, steps=len(one) - 1, trajectory=one, notes=notes)

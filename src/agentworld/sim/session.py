@@ -9,6 +9,7 @@ real environment, and labels every observation with where it came from (REFERENC
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from agentworld.models.parsing import parse_prediction
 from agentworld.schema import OBSERVATION_MARKER, Message, strip_marker
 from agentworld.sim import controls
 from agentworld.sim.cache import CallTally, complete
+from agentworld.sim.fork import ForkRouter, copy_ledger
 from agentworld.sim.history import (
     ActionError,
     TokenCounter,
@@ -107,6 +109,28 @@ class Simulator:
         if callable(reset_router):
             reset_router(seed)
         return self._initial
+
+    def fork(self) -> Simulator:
+        """An independent copy of the episode, for imagining actions without touching this one.
+
+        The copy has its own history, ledger, fault draws, stored pages and replay memory; it
+        shares the model and the cache (a fork's answers are cached like the episode's). Its
+        router is a :class:`~agentworld.sim.fork.ForkRouter`: it never runs the real environment.
+        """
+        if not self._started:
+            raise AgentWorldError("Simulator.fork() before reset(): no episode to fork")
+        child = Simulator(self.model, ledger=self._use_ledger, cache=self.cache, max_reasks=self.max_reasks,
+                          router=ForkRouter(self.router), domains=self._domains, token_counter=self._count,
+                          ledger_factory=self._ledger_factory)
+        child._spec, child._seed, child._domain, child._validator = (self._spec, self._seed, self._domain,
+                                                                     self._validator)
+        child._actions, child._initial, child._started = self._actions, self._initial, True
+        child._faults_in = copy.deepcopy(self._faults_in)
+        child._ledger = copy_ledger(self._ledger)
+        child._history, child._faults = list(self._history), list(self._faults)
+        child._pages = dict(self._pages)
+        child._seen = {key: list(turns) for key, turns in self._seen.items()}
+        return child
 
     def reset(self, spec: WorldSpec | None = None, *, seed: int = 0) -> str:
         return self._run(self.areset(spec, seed=seed), "reset", "areset")
