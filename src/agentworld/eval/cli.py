@@ -143,5 +143,25 @@ config_command(app, ReportConfig, _report, name="report",
                help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
+# --- eval agent-predictions (issue 12, point 2): the agent's own prediction accuracy -------------------
+from agentworld.eval.agentpred import AgentPredConfig  # noqa: E402
+
+
+def _agent_predictions(config: AgentPredConfig, as_json: bool = False) -> None:
+    from agentworld.eval.agentpred import run_agent_predictions
+    from agentworld.eval.agentpred_summary import render_text
+
+    with _errors():
+        summary = run_agent_predictions(config)
+        typer.echo(json.dumps(summary.model_dump(mode="json"), indent=2) if as_json else render_text(summary))
+        typer.echo(f"wrote {config.out / 'summary.json'}", err=as_json)
+
+
+config_command(app, AgentPredConfig, _agent_predictions, name="agent-predictions",
+               extra={"as_json": (bool, typer.Option(False, "--json", help="Print the summary as JSON."))},
+               help="The agent predicts each action's observation, the action runs for real, the rule tier "
+                    "scores the prediction (beside empty and repeat-previous baselines); resumable.")
+
+
 if __name__ == "__main__":
     app()

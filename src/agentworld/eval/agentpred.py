@@ -1,0 +1,152 @@
+"""``agentworld eval agent-predictions``: how well the *agent* predicts what its own actions will show.
+
+At each step of a task the agent (an OpenAI-compatible endpoint) predicts the observation of the
+action about to run; the action then runs in the domain's real environment and the prediction is
+scored against the real observation with the rule tier, beside an empty prediction and "repeat the
+previous observation". The run folder (``--out``) holds ``config.json``, the journal ``steps.jsonl``
+(one row per step, one closing row per task), the agent's answers ``responses.jsonl`` and
+``summary.json``; running the same command again resumes without asking the agent again.
+
+Only pydantic is imported at module level (the CLI imports the config for ``--help``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator
+
+from agentworld.endpoints import AgentEndpoint
+
+if TYPE_CHECKING:
+    from agentworld.eval.agentpred_summary import PredictionSummary
+    from agentworld.eval.agentpred_tasks import PredictionTask
+
+FORMAT = "agentworld-agent-predictions/1"
+_RUNTIME: dict[str, Any] = {"runtime": True}
+
+
+class AgentPredConfig(AgentEndpoint):
+    """``agentworld eval agent-predictions``: the agent's own prediction accuracy on real executions."""
+
+    tasks: Path | None = Field(None, description="Tasks JSONL (id, domain, setup, steps or goal, max_steps); "
+                               "default: the built-in held-out tasks of every domain that ships them.")
+    domains: list[str] = Field(default_factory=list,
+                               description="Only tasks of these domains (repeat or d1,d2).")
+    limit: int | None = Field(None, ge=1, description="Only the first N tasks (after --domains).")
+    out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of "
+                      "this command is resumed; any other non-empty folder is refused.",
+                      json_schema_extra=_RUNTIME)
+    agent_max_tokens: int = Field(4096, ge=1, description="max_tokens of agent requests.")
+    agent_temperature: float = Field(0.0, ge=0, description="Temperature of agent requests.")
+    seed: int = Field(0, description="Seed of the real environments (the terminal's hostname).")
+    concurrency: int = Field(4, ge=1, description="Tasks run at once (each in its own real environment).",
+                             json_schema_extra=_RUNTIME)
+    max_retries: int = Field(5, ge=0, description="HTTP retries per agent request (429, 5xx, timeouts).",
+                             json_schema_extra=_RUNTIME)
+    timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per agent request, seconds.",
+                             json_schema_extra=_RUNTIME)
+    progress: bool = Field(True, description="Show a progress bar (off when not a terminal).",
+                           json_schema_extra=_RUNTIME)
+
+    @field_validator("domains")
+    @classmethod
+    def _split_commas(cls, value: list[str]) -> list[str]:
+        return [part.strip() for item in value for part in item.split(",") if part.strip()]
+
+
+def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str, Any]:
+    """What ``config.json`` stores and a resumed run must match: never a runtime field or a key.
+
+    The agent's URL is left out too: the model name identifies the agent (and keys its cached
+    answers), the URL only says where it is served today — a restarted server on another port resumes.
+    """
+    import hashlib
+
+    from agentworld.io import dumps
+
+    runtime = {name for name, info in AgentPredConfig.model_fields.items()
+               if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("runtime")}
+    fields = {name: value for name, value in config.model_dump(mode="json").items()
+              if name not in runtime and name != "agent_base_url"}
+    fields["tasks_sha256"] = hashlib.sha256(dumps([vars(t) for t in tasks]).encode()).hexdigest()
+    return {"format": FORMAT, **fields}
+
+
+def _open_run(out: Path, identity: dict[str, Any]) -> None:
+    """Create the run folder, or check that the one there was written with the same configuration.
+
+    Raises:
+        AgentWorldError: ``out`` is a file or a foreign non-empty folder (left untouched), or its run
+            was written with other settings.
+    """
+    from agentworld.errors import AgentWorldError, ConfigMismatchError
+    from agentworld.eval.config import diff_sections
+    from agentworld.io import atomic_write_text, dumps, loads
+
+    config_file = out / "config.json"
+    if out.exists() and not out.is_dir():
+        raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            stored = loads(config_file.read_bytes())
+        except (OSError, ValueError):
+            stored = None
+        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+            raise AgentWorldError(f"{out}: a non-empty folder that is not an agent-predictions run; nothing "
+                                  "was changed (give a new or empty folder as --out)")
+        changes = "; ".join(diff_sections(stored, identity))
+        if changes:
+            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
+                                      f"({changes}); use another --out folder, or restore the original "
+                                      "settings")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config_file, dumps(identity) + "\n")
+
+
+def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
+    """The tasks of this run: the file's or the built-in ones, filtered by ``--domains`` and ``--limit``."""
+    from agentworld.errors import AgentWorldError
+    from agentworld.eval.agentpred_tasks import builtin_tasks, load_tasks
+
+    tasks = load_tasks(config.tasks) if config.tasks is not None else builtin_tasks(config.domains)
+    if config.domains:
+        tasks = [t for t in tasks if t.domain in config.domains]
+        if not tasks:
+            raise AgentWorldError(f"no task of the domains {', '.join(config.domains)} in {config.tasks}")
+    return tasks[:config.limit] if config.limit else tasks
+
+
+def run_agent_predictions(config: AgentPredConfig) -> PredictionSummary:
+    """Run (or resume) every task, write ``summary.json`` and return the summary.
+
+    Raises:
+        AgentWorldError: bad tasks or run folder; or, after the summary of what finished is written,
+            tasks that failed (an unreachable agent, a dying environment) — rerun to resume them.
+    """
+    import asyncio
+
+    from agentworld.endpoints import build_backend
+    from agentworld.eval.agentpred_runner import run_tasks
+    from agentworld.eval.agentpred_summary import summarise
+    from agentworld.io import atomic_write_text, dumps, read_journal
+
+    tasks = select_tasks(config)
+    _open_run(config.out, _identity(config, tasks))
+    backend = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key,
+                            concurrency=config.concurrency, max_retries=config.max_retries,
+                            timeout_s=config.timeout_s)
+    failures = asyncio.run(run_tasks(config, tasks, backend))
+    summary = summarise(read_journal(config.out / "steps.jsonl"), len(tasks))
+    atomic_write_text(config.out / "summary.json", dumps(summary.model_dump(mode="json")) + "\n")
+    if failures:
+        from agentworld.endpoints import secret
+        from agentworld.errors import AgentWorldError
+        from agentworld.redact import redact_text
+
+        first = redact_text(failures[0], [secret(config.agent_api_key)])
+        raise AgentWorldError(f"{len(failures)} task(s) did not finish (first: {first}); the finished "
+                              f"steps are kept in {config.out}: run the same command again to resume")
+    return summary
