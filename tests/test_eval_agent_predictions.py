@@ -49,15 +49,18 @@ def _next_action(body: dict[str, Any]) -> str:
     return [text for label, text in sections if label == NEXT_ACTION][-1]
 
 
+def _argv(url: str, tasks: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "agentworld", "eval", "agent-predictions", "--agent-base-url", url + "/v1",
+            "--agent-model", "scripted-agent", "--tasks", str(tasks), "--out", str(out)]
+
+
 def _cli(tmp_path: Path, url: str, out: Path, *extra: str, env: dict[str, str] | None = None,
          tasks: Path | None = None) -> subprocess.CompletedProcess[str]:
     if tasks is None:
         tasks = tmp_path / "tasks.jsonl"
         tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    return subprocess.run([sys.executable, "-m", "agentworld", "eval", "agent-predictions", "--agent-base-url",
-                           url + "/v1", "--agent-model", "scripted-agent", "--tasks", str(tasks), "--out",
-                           str(out), "--max-retries", "0", *extra], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
+    return subprocess.run([*_argv(url, tasks, out), "--max-retries", "0", *extra], capture_output=True,
+                          text=True, env={**os.environ, **(env or {})}, timeout=600)
 
 
 def _rows(out: Path) -> list[dict[str, Any]]:
@@ -81,7 +84,8 @@ def test_perfect_agent_scores_100_a_wrong_one_low_with_baselines(tmp_path: Path)
 
     secret = "sk-agentpred-secret-0123456789"
     with chat_server(oracle) as url:
-        perfect = _cli(tmp_path, url, tmp_path / "perfect", "--json", env={"AGENTWORLD_AGENT_API_KEY": secret})
+        perfect = _cli(tmp_path, url, tmp_path / "perfect", "--json",
+                       env={"AGENTWORLD_AGENT_API_KEY": secret})
     assert perfect.returncode == 0, perfect.stderr
     summary = json.loads(perfect.stdout)
     top = summary["domains"]["terminal"]
@@ -107,9 +111,8 @@ def test_killed_run_resumes_without_asking_again(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     with chat_server(stalls_on_third) as url:
-        argv = [sys.executable, "-m", "agentworld", "eval", "agent-predictions", "--agent-base-url", url + "/v1",
-                "--agent-model", "scripted-agent", "--tasks", str(tasks), "--out", str(out), "--concurrency", "1"]
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([*_argv(url, tasks, out), "--concurrency", "1"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 300
         while len(asked) < 3:
             assert proc.poll() is None and time.monotonic() < deadline, "the run never asked a third time"
@@ -145,7 +148,8 @@ def test_agent_chosen_actions_run_for_real(tmp_path: Path) -> None:
                "</predicted_observation>"
 
     tasks = tmp_path / "goal.jsonl"
-    tasks.write_text(json.dumps({"id": "g", "domain": "terminal", "goal": "print a word", "max_steps": 5}) + "\n")
+    task = {"id": "g", "domain": "terminal", "goal": "print a word", "max_steps": 5}
+    tasks.write_text(json.dumps(task) + "\n")
     with chat_server(chooser) as url:
         done = _cli(tmp_path, url, tmp_path / "goal", tasks=tasks)
     assert done.returncode == 0, done.stderr
