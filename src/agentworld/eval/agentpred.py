@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from agentworld.endpoints import AgentEndpoint
 
 if TYPE_CHECKING:
+    from agentworld.models.base import ChatBackend
     from agentworld.eval.agentpred_summary import PredictionSummary
     from agentworld.eval.agentpred_tasks import PredictionTask
 
@@ -119,8 +120,13 @@ def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
     return tasks[:config.limit] if config.limit else tasks
 
 
-def run_agent_predictions(config: AgentPredConfig) -> PredictionSummary:
+def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = None) -> PredictionSummary:
     """Run (or resume) every task, write ``summary.json`` and return the summary.
+
+    Args:
+        agent: answer with this backend instead of the endpoint of ``config`` (an in-process agent:
+            a scripted one, or one imagining with a world model, as ``benchmarks/`` does); its
+            ``name`` keys its cached answers.
 
     Raises:
         AgentWorldError: bad tasks or run folder; or, after the summary of what finished is written,
@@ -135,7 +141,7 @@ def run_agent_predictions(config: AgentPredConfig) -> PredictionSummary:
 
     tasks = select_tasks(config)
     _open_run(config.out, _identity(config, tasks))
-    backend = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key,
+    backend = agent or build_backend(config.agent_model, config.agent_base_url, config.agent_api_key,
                             concurrency=config.concurrency, max_retries=config.max_retries,
                             timeout_s=config.timeout_s)
     failures = asyncio.run(run_tasks(config, tasks, backend))
