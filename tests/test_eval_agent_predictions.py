@@ -184,3 +184,21 @@ def test_foreign_folder_is_refused_untouched(tmp_path: Path) -> None:
         result = _cli(tmp_path, url, out)
     assert result.returncode == 2 and "not an agent-predictions run" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_an_action_the_domain_rejects_closes_the_task_for_good(tmp_path: Path) -> None:
+    asked: list[int] = []
+
+    def bad_action(path: str, body: dict[str, Any], headers: Any) -> str:
+        asked.append(1)
+        return '{"keystrokes": 5}\n<predicted_observation>\n5\n</predicted_observation>'
+
+    tasks = tmp_path / "goal.jsonl"
+    tasks.write_text(json.dumps({"id": "g", "domain": "terminal", "goal": "anything"}) + "\n")
+    with chat_server(bad_action) as url:
+        first = _cli(tmp_path, url, tmp_path / "out", tasks=tasks)
+        again = _cli(tmp_path, url, tmp_path / "out", tasks=tasks)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    closing = _rows(tmp_path / "out")[-1]
+    assert closing["closed"] == "agent_error" and "keystrokes" in closing["error"]
+    assert len(asked) == 1

@@ -20,9 +20,9 @@ from pydantic import Field, field_validator
 from agentworld.endpoints import AgentEndpoint
 
 if TYPE_CHECKING:
-    from agentworld.models.base import ChatBackend
     from agentworld.eval.agentpred_summary import PredictionSummary
     from agentworld.eval.agentpred_tasks import PredictionTask
+    from agentworld.models.base import ChatBackend
 
 FORMAT = "agentworld-agent-predictions/1"
 _RUNTIME: dict[str, Any] = {"runtime": True}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.domains.hooks import ActionError, domain_actions
+from agentworld.errors import AgentWorldError
 from agentworld.eval.agentpred_prompt import (
     first_message,
     read_prediction,
@@ -73,6 +74,7 @@ class TaskRun:
                  advance: Callable[[], None]) -> None:
         self.task, self.agent, self.cache, self.journal = task, agent, cache, journal
         self.seed, self.done, self.advance = seed, list(done), advance
+        self.scored = len(self.done)
         self.actions = domain_actions(task.domain)
         self.messages: list[Message] = []
         self._first: tuple[str, list[tuple[str, str]]] = ("", [])
@@ -129,12 +131,15 @@ class TaskRun:
             if shown is None:
                 try:
                     chosen = _chosen_action(reply, self.task.domain)
+                    shown = None if chosen is None else self._render(chosen)
                 except ActionError as exc:
                     return await self._close("agent_error", index, str(exc))
-                if chosen is None:
+                if shown is None:
                     return await self._close("done", index, None)
-                shown = self._render(chosen)
-            real = strip_marker(await asyncio.to_thread(env.step, shown))
+            try:
+                real = strip_marker(await asyncio.to_thread(env.step, shown))
+            except (AgentWorldError, OSError, ValueError) as exc:
+                return await self._close("environment_error", index, str(exc))
             predicted = read_prediction(reply)
             guess = strip_marker(predicted or "")
             await self.journal.write({"task": self.task.id, "domain": self.task.domain, "step": index + 1,
@@ -142,10 +147,14 @@ class TaskRun:
                                       "parsed": predicted is not None,
                                       **score_step(self.task.domain, guess, real, previous)})
             self.advance()
+            self.scored += 1
             previous = real
         return await self._close("steps" if self.task.steps is not None else "max_steps", None, None)
 
     async def _close(self, ended: str, at: int | None, error: str | None) -> dict[str, Any]:
+        """Journal the task's closing row; steps it will never take leave the progress bar."""
+        for _ in range(self.task.planned_steps - self.scored):
+            self.advance()
         row = {"task": self.task.id, "domain": self.task.domain, "closed": ended,
                **({"error": error, "at_step": (at or 0) + 1} if error else {})}
         await self.journal.write(row)

@@ -44,7 +44,8 @@ class PredictionSummary(BaseModel):
     tasks_total: int
     ended: dict[str, int]
     """How closed tasks ended: ``steps`` (fixed steps done), ``done`` (the agent said so),
-    ``max_steps``, ``agent_error`` (a reply without an action)."""
+    ``max_steps``, ``agent_error`` (a reply without an action), ``environment_error`` (the real
+    environment failed at a step, e.g. the agent's ``exit`` ended the shell)."""
 
 
 def _pct(values: list[bool]) -> float:
