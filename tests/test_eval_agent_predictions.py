@@ -136,8 +136,10 @@ def test_killed_run_resumes_without_asking_again(tmp_path: Path) -> None:
         steps = [r for r in _rows(out) if "step" in r]
         assert len(steps) == STEPS and steps[:2] == before
         again = _cli(tmp_path, url, out, tasks=tasks)
+        changed = _cli(tmp_path, url, out, "--agent-temperature", "0.7", tasks=tasks)
     assert again.returncode == 0, again.stderr
     assert len(counted) == STEPS - 2
+    assert changed.returncode == 2 and "agent_temperature: 0.0 -> 0.7" in changed.stderr
 
 
 def test_agent_chosen_actions_run_for_real(tmp_path: Path) -> None:
