@@ -116,7 +116,7 @@ def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
     if config.domains:
         tasks = [t for t in tasks if t.domain in config.domains]
         if not tasks:
-            raise AgentWorldError(f"no task of the domains {', '.join(config.domains)} in {config.tasks}")
+            raise AgentWorldError(f"{config.tasks}: no task of the domains {', '.join(config.domains)}")
     return tasks[:config.limit] if config.limit else tasks
 
 

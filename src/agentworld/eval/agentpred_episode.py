@@ -31,7 +31,7 @@ from agentworld.eval.rules import score_rules
 from agentworld.io import AsyncJournal
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
-from agentworld.schema import Message, strip_marker
+from agentworld.schema import BenchSample, Message, strip_marker
 
 BASELINE_NAMES: tuple[str, ...] = ("empty", "repeat_previous")
 
@@ -46,11 +46,16 @@ class AgentSettings:
     temperature: float
 
 
-def score_step(domain: str, predicted: str, real: str, previous: str) -> dict[str, Any]:
-    """The rule-tier scores of a prediction and of the trivial baselines beside it."""
-    rule = score_rules(domain, predicted, real)
-    baselines = {"empty": score_rules(domain, "", real),
-                 "repeat_previous": score_rules(domain, previous, real)}
+def score_step(sample: BenchSample, predicted: str, previous: str) -> dict[str, Any]:
+    """The rule-tier scores of a prediction and of the trivial baselines beside it.
+
+    ``sample`` is the step as an AgentWorldBench row (the episode so far, the real observation as its
+    truth), so the rules know what the session has shown, exactly as ``eval run`` scores a row.
+    """
+    domain, real = sample.domain, sample.ground_truth
+    rule = score_rules(domain, predicted, real, sample)
+    baselines = {"empty": score_rules(domain, "", real, sample),
+                 "repeat_previous": score_rules(domain, previous, real, sample)}
     return {"rule": {"overall": rule.overall, "exact": rule.exact, "verified": rule.verified},
             "baselines": {name: {"overall": s.overall, "exact": s.exact} for name, s in baselines.items()}}
 
@@ -78,6 +83,8 @@ class TaskRun:
         self.actions = domain_actions(task.domain)
         self.messages: list[Message] = []
         self._first: tuple[str, list[tuple[str, str]]] = ("", [])
+        self.history: list[tuple[str, str]] = []
+        """(action, observation) of the episode so far, as an AgentWorldBench row holds them."""
 
     def _render(self, action: Any) -> str:
         return self.actions.render(self.actions.parse(action))
@@ -99,16 +106,17 @@ class TaskRun:
         from agentworld.domains.base import plugin
 
         initial = await asyncio.to_thread(env.initial_observation)
-        setup = []
+        setup: list[tuple[str, str]] = []
+        self._first = (initial, setup)
         for action in self.task.setup:
             text = self._render(action)
             setup.append((text, strip_marker(await asyncio.to_thread(env.step, text))))
+            self._record(action, text, setup[-1][1])
         goal = None if self.task.steps is not None else self.task.goal
         help_text = self.actions.agent_help(_spec(self.task.domain)) if goal is not None else ""
         found = plugin(self.task.domain)
         system = system_prompt(found.display if found else self.task.domain, goal, help_text)
         self.messages = [Message(role="system", content=system)]
-        self._first = (initial, setup)
         return setup[-1][1] if setup else initial
 
     async def _steps(self, env: Any) -> dict[str, Any]:
@@ -122,6 +130,8 @@ class TaskRun:
                 row = self.done[index]
                 self.messages.append(Message(role="assistant", content=row["reply"]))
                 await asyncio.to_thread(env.step, row["action"])
+                raw = fixed if fixed is not None else _chosen_action(row["reply"], self.task.domain)
+                self._record(raw, row["action"], row["real"])
                 previous = row["real"]
                 continue
             request = ChatRequest(messages=tuple(self.messages), model=self.agent.model,
@@ -142,14 +152,28 @@ class TaskRun:
                 return await self._close("environment_error", index, str(exc))
             predicted = read_prediction(reply)
             guess = strip_marker(predicted or "")
+            sample = self._record(fixed if fixed is not None else chosen, shown, real)
             await self.journal.write({"task": self.task.id, "domain": self.task.domain, "step": index + 1,
                                       "action": shown, "reply": reply, "predicted": guess, "real": real,
                                       "parsed": predicted is not None,
-                                      **score_step(self.task.domain, guess, real, previous)})
+                                      **score_step(sample, guess, previous)})
             self.advance()
             self.scored += 1
             previous = real
         return await self._close("steps" if self.task.steps is not None else "max_steps", None, None)
+
+    def _record(self, raw: Any, text: str, observation: str) -> BenchSample:
+        """Add a real step (the action as given and as rendered) to the episode; returns it as a row.
+
+        The first action carries the initial observation where the domain's rows do (the terminal's
+        ``**Current State:**``).
+        """
+        if not self.history and self.actions.initial_in_action:
+            text = self.actions.render(self.actions.parse(raw), self._first[0])
+        self.history.append((text, observation))
+        return BenchSample(task=self.task.domain, id=f"{self.task.id}-t{len(self.history)}",
+                           prompt=[a for a, _ in self.history], response=[o for _, o in self.history],
+                           turn_idx=len(self.history))
 
     async def _close(self, ended: str, at: int | None, error: str | None) -> dict[str, Any]:
         """Journal the task's closing row; steps it will never take leave the progress bar."""
