@@ -36,7 +36,8 @@ def _keys(text: str) -> list[dict[str, Any]]:
 
 TASKS = [
     {"id": "greet", "domain": "terminal", "setup": [_keys("mkdir -p box && cd box\n")],
-     "steps": [_keys("echo alpha-one\n"), _keys("printf 'x\\ny\\n' > f.txt\n"), _keys("cat f.txt\n")]},
+     "steps": [_keys("echo alpha-one\n"), _keys("printf 'x\\ny\\n' > f.txt\n"), _keys("cat f.txt\n"),
+               _keys("cat > n.txt << 'EOF'\nhi there\nEOF\n")]},
     {"id": "count", "domain": "terminal",
      "steps": [_keys("seq 3\n"), _keys("echo $((6 * 7))\n"), _keys("echo done-two\n")]},
 ]
@@ -78,6 +79,9 @@ def test_perfect_agent_scores_100_a_wrong_one_low_with_baselines(tmp_path: Path)
     real = {row["action"]: row["real"] for row in _rows(tmp_path / "wrong") if "step" in row}
     assert any("alpha-one" in text and "42" not in text for text in real.values())
     assert any("\n42\n" in text for text in real.values())
+    heredoc = next(r for r in _rows(tmp_path / "wrong") if "step" in r and "n.txt" in r["action"])
+    assert "> hi there" in heredoc["real"]
+    assert heredoc["baselines"]["empty"]["exact"], "the heredoc's echo is the typed command, not output"
 
     def oracle(path: str, body: dict[str, Any], headers: Any) -> str:
         return f"<predicted_observation>\n{real[_next_action(body)]}\n</predicted_observation>"
