@@ -143,5 +143,33 @@ config_command(app, ReportConfig, _report, name="report",
                help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
+# -- eval probes (issue 12 point 4) -------------------------------------------------------------------
+
+from agentworld.eval.probes_config import ProbesConfig  # noqa: E402
+
+
+def _probes(config: ProbesConfig) -> None:
+    from agentworld.eval.probes import run_probes
+    from agentworld.eval.probes_report import render_rich, render_text
+
+    with _errors():
+        report = run_probes(config)
+        if config.write_data is not None:
+            typer.echo(f"wrote {config.write_data}")
+        if report is None or config.out is None:
+            return
+        if sys.stdout.isatty():
+            render_rich(report)
+        else:
+            typer.echo(render_text(report))
+        typer.echo(f"wrote {config.out / 'report.json'} and {config.out / 'report.html'}")
+
+
+config_command(app, ProbesConfig, _probes, name="probes",
+               help="Verify a world model by rules: generated probes of controllability, error handling "
+                    "and long-context consistency per domain (resumable); --write-data exports them for "
+                    "the mock server.")
+
+
 if __name__ == "__main__":
     app()

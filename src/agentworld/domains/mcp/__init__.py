@@ -11,6 +11,7 @@ from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
     name="mcp",
+    probes="agentworld.domains.mcp.probes:generate",
     display="MCP",
     rules="agentworld.domains.mcp.rules:RULES",
     environment="agentworld.domains.mcp.env:open_environment",

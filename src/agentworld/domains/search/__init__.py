@@ -8,6 +8,7 @@ from agentworld.domains.base import DomainPlugin
 
 PLUGIN = DomainPlugin(
     name="search",
+    probes="agentworld.domains.search.probes:generate",
     display="Search",
     rules="agentworld.domains.search.rules:RULES",
     retrieval_keys="agentworld.domains.search.keys:KEYS",

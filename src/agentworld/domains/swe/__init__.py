@@ -9,6 +9,7 @@ from agentworld.domains.error_patterns import TOOL_SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="swe",
+    probes="agentworld.domains.swe.probes:generate",
     display="SWE",
     action_word="command",
     rules="agentworld.domains.swe.rules:RULES",

@@ -8,6 +8,7 @@ from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="terminal",
+    probes="agentworld.domains.terminal.probes:generate",
     display="Terminal",
     action_word="command",
     effect="The shell echoes the command, prints its output and a new prompt.",

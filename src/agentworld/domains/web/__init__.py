@@ -7,7 +7,8 @@ from agentworld.domains.base import DomainPlugin
 from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
-    name="web", display="Web",
+    name="web",
+    probes="agentworld.domains.web.probes:generate", display="Web",
     rules="agentworld.domains.web.rules:RULES",
     environment="agentworld.domains.web.env:open_environment",
     routing="agentworld.domains.web.routing:decide",
