@@ -225,3 +225,17 @@ def test_resuming_with_other_settings_is_refused_and_changes_nothing(tmp_path: P
                                      str(out), "--domains", "mcp", "--seed", "9"])
     assert result.exit_code == 2 and "seed: 0 -> 9" in result.output
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_write_data_never_replaces_a_users_file_but_repeats_idempotently(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"mine": true}\n')
+    result = runner.invoke(app, ["eval", "probes", "--write-data", str(mine), "--out", str(tmp_path / "run"),
+                                 "--model", "retrieval"])
+    assert result.exit_code == 2 and "exists and holds something else" in result.output
+    assert mine.read_text() == '{"mine": true}\n' and not (tmp_path / "run").exists()
+    data = _data(tmp_path, domains=["swe"], variants=1)
+    first = data.read_bytes()
+    assert _data(tmp_path, domains=["swe"], variants=1) == data and data.read_bytes() == first
+    result = runner.invoke(app, ["eval", "probes", "--write-data", str(data), "--domains", "web"])
+    assert result.exit_code == 2 and data.read_bytes() == first

@@ -149,20 +149,10 @@ from agentworld.eval.probes_config import ProbesConfig  # noqa: E402
 
 
 def _probes(config: ProbesConfig) -> None:
-    from agentworld.eval.probes import run_probes
-    from agentworld.eval.probes_report import render_rich, render_text
+    from agentworld.eval.probes import probes_command
 
     with _errors():
-        report = run_probes(config)
-        if config.write_data is not None:
-            typer.echo(f"wrote {config.write_data}")
-        if report is None or config.out is None:
-            return
-        if sys.stdout.isatty():
-            render_rich(report)
-        else:
-            typer.echo(render_text(report))
-        typer.echo(f"wrote {config.out / 'report.json'} and {config.out / 'report.html'}")
+        probes_command(config)
 
 
 config_command(app, ProbesConfig, _probes, name="probes",

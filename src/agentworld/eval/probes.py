@@ -66,6 +66,26 @@ def write_data(probes: list[Probe], path: Path) -> int:
     return atomic_write_jsonl(path, [probe_row(p) for p in probes])
 
 
+def check_data_target(probes: list[Probe], path: Path) -> None:
+    """Refuse to replace a user's file: ``--write-data`` may only create a file or rewrite one that
+    already holds exactly these probes (a repeated command).
+
+    Raises:
+        AgentWorldError: the path is a folder, or a file with other content (left as it was).
+    """
+    if path.is_dir():
+        raise AgentWorldError(f"--write-data {path}: is a folder; give a file name")
+    if path.exists():
+        lines = [dumps(probe_row(p)) for p in probes]
+        try:
+            same = path.read_text("utf-8").splitlines() == lines
+        except (OSError, UnicodeDecodeError):
+            same = False
+        if not same:
+            raise AgentWorldError(f"--write-data {path}: exists and holds something else; nothing was "
+                                  "changed. Remove it or give another file name")
+
+
 def _stored(config: ProbesConfig, probes: list[Probe]) -> dict[str, Any]:
     digest = hashlib.sha256(dumps([probe_row(p) for p in probes]).encode()).hexdigest()
     return {"model": config.model, "model_base_url": redact_url(config.model_base_url or "") or None,
@@ -200,6 +220,8 @@ def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> d
     from agentworld.eval.probes_report import summarize, write_html
 
     probes = generate_probes(config.seed, config.variants, config.domains)
+    if config.write_data is not None:
+        check_data_target(probes, config.write_data)
     if config.out is None:
         if config.write_data is None:
             raise AgentWorldError("give --out DIR (a run) or --write-data FILE (the probes as data), or both")
@@ -227,3 +249,21 @@ def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> d
     atomic_write_text(out / "report.json", dumps(report) + "\n")
     write_html(out, probes, results, report)
     return report
+
+
+def probes_command(config: ProbesConfig) -> None:
+    """``agentworld eval probes``: run, then the table on stdout (rich on a terminal, plain in a pipe)."""
+    import typer
+
+    from agentworld.eval.probes_report import render_rich, render_text
+
+    report = run_probes(config)
+    if config.write_data is not None:
+        typer.echo(f"wrote {config.write_data}")
+    if report is None or config.out is None:
+        return
+    if sys.stdout.isatty():
+        render_rich(report)
+    else:
+        typer.echo(render_text(report))
+    typer.echo(f"wrote {config.out / 'report.json'} and {config.out / 'report.html'}")
