@@ -138,6 +138,9 @@ def test_faithful_mock_scores_100_and_accuracy_falls_as_corruption_rises(tmp_pat
             assert all(v["overall"]["accuracy"] == 100.0 for v in report["domains"].values())
             assert all(report["categories"][c]["accuracy"] == 100.0 for c in CATEGORIES)
     assert overall[0] == 100.0 > overall[1] > overall[2], overall
+    passed = [{r["id"] for r in map(json.loads, (tmp_path / f"run-{rate}" / "verdicts.jsonl").open())
+               if r["passed"]} for rate in (0.0, 0.5, 1.0)]
+    assert passed[2] <= passed[1] <= passed[0]  # nested corruption: a probe failed once stays failed
     saved = json.loads((tmp_path / "run-1.0" / "report.json").read_text())
     assert saved["overall"]["accuracy"] == overall[2] and set(saved["domains"]) == set(PROBED)
     page = (tmp_path / "run-0.5" / "report.html").read_text()

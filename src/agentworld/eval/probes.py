@@ -90,6 +90,7 @@ def _stored(config: ProbesConfig, probes: list[Probe]) -> dict[str, Any]:
     digest = hashlib.sha256(dumps([probe_row(p) for p in probes]).encode()).hexdigest()
     return {"model": config.model, "model_base_url": redact_url(config.model_base_url or "") or None,
             "seed": config.seed, "variants": config.variants, "domains": sorted({p.domain for p in probes}),
+            "model_corpus": [str(path.resolve()) for path in config.model_corpus],
             "max_tokens": config.max_tokens, "temperature": config.temperature, "probes_sha256": digest}
 
 
