@@ -242,3 +242,16 @@ def test_write_data_never_replaces_a_users_file_but_repeats_idempotently(tmp_pat
     assert _data(tmp_path, domains=["swe"], variants=1) == data and data.read_bytes() == first
     result = runner.invoke(app, ["eval", "probes", "--write-data", str(data), "--domains", "web"])
     assert result.exit_code == 2 and data.read_bytes() == first
+
+
+def test_a_damaged_journal_row_is_a_located_error(tmp_path: Path) -> None:
+    data = _data(tmp_path, domains=["web"], variants=1)
+    out = tmp_path / "run"
+    with run_mock_server(MockConfig(data=[data])) as url:
+        _run(url, out, domains=["web"], variants=1)
+        with (out / "predictions.jsonl").open("a") as journal:
+            journal.write('{"id": "web-balance-0", "domain": ["web"]}\n')
+        result = runner.invoke(app, ["eval", "probes", "--model", "mock", "--model-base-url", url, "--out",
+                                     str(out), "--domains", "web", "--variants", "1"])
+    assert result.exit_code == 2, result.output
+    assert "predictions.jsonl:" in result.output and "web-balance-0" in result.output

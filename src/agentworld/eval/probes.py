@@ -26,7 +26,8 @@ from agentworld.eval.config import diff_sections
 from agentworld.eval.infer import predict
 from agentworld.eval.probes_config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
-from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads, read_journal
+from agentworld.eval.runfolder import read_records
+from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.redact import redact_text, redact_url
@@ -121,13 +122,12 @@ def open_folder(out: Path, current: dict[str, Any]) -> None:
 
 
 def predictions(path: Path) -> dict[str, PredictionRow]:
-    """The journal's predictions by id (the last row of an id wins; a torn last line is skipped)."""
-    rows = {}
-    for row in read_journal(path):
-        if isinstance(row, dict) and "id" in row:
-            pred = PredictionRow.model_validate(row)
-            rows[pred.id] = pred
-    return rows
+    """The journal's predictions by id (the last row of an id wins; a torn last line is skipped).
+
+    Raises:
+        DataError: a row that is not a prediction (file, line, probe id and field named).
+    """
+    return read_records(path, PredictionRow)
 
 
 def judge(probes: list[Probe], preds: dict[str, PredictionRow]) -> list[ProbeResult]:
