@@ -54,6 +54,7 @@ class Check:
         return found if self.kind == "regex" else not found
 
     def describe(self) -> str:
+        """The check as one line (what the report lists for a failed probe)."""
         return f"{self.kind} {self.value!r}"
 
 
@@ -151,14 +152,17 @@ def make(domain: str, category: Category, name: str, n: int, system: str,
 
 
 def line(value: str) -> Check:
+    """A line of the observation equals ``value`` (surrounding spaces ignored)."""
     return Check("line", value)
 
 
 def contains(value: str) -> Check:
+    """``value`` occurs in the observation."""
     return Check("contains", value)
 
 
 def regex(value: str) -> Check:
+    """The pattern matches somewhere in the observation (``re.M``: ``^``/``$`` at line ends)."""
     return Check("regex", value)
 
 
