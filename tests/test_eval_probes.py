@@ -20,7 +20,15 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app
 from agentworld.domains.base import plugins
-from agentworld.domains.probes import CATEGORIES, CONTEXT_GAPS, Check, probe_from_row, probe_row, verdict
+from agentworld.domains.probes import (
+    CATEGORIES,
+    CONTEXT_GAPS,
+    Check,
+    failure,
+    probe_from_row,
+    probe_row,
+    verdict,
+)
 from agentworld.eval.probes import generate_probes, run_probes
 from agentworld.eval.probes_config import ProbesConfig
 from agentworld.schema import load_samples
@@ -97,6 +105,16 @@ def test_each_check_kind_passes_and_fails(check: Check, good: str, bad: str) -> 
     assert verdict((check,), f"**Environment Observation:**\n{good}").passed
     result = verdict((check,), bad)
     assert not result.passed and result.failed == (check.describe(),)
+
+
+def test_the_error_class_check_is_the_domains_own_error_patterns() -> None:
+    shell = failure(plugins()["terminal"].error_patterns)
+    assert verdict((shell,), "root@h:/app# frob\nbash: frob: command not found\nroot@h:/app#").passed
+    assert not verdict((shell,), "root@h:/app# frob\nfrob: done\nroot@h:/app#").passed
+    classed = {p.domain for p in generate_probes(seed=0, variants=1)
+               if p.category == "error_handling" and shell.kind in [c.kind for c in p.checks]
+               and any(c.value == failure(plugins()[p.domain].error_patterns).value for c in p.checks)}
+    assert classed == set(PROBED)
 
 
 @pytest.mark.parametrize("domain", PROBED)

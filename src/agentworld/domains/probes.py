@@ -170,3 +170,9 @@ def tool_action(tool: str, arguments: dict[str, Any]) -> str:
     """A JSON tool-call action as the tool domains' rows write it."""
     call = json.dumps({"tool_name": tool, "arguments": arguments}, ensure_ascii=False)
     return f"**Action:**\n```json\n{call}\n```"
+
+
+def failure(patterns: tuple[str, ...]) -> Check:
+    """The observation is a failure by the domain's own definition (``DomainPlugin.error_patterns``,
+    what the data pipeline's retry detection reads): the error's *class*, beside checks of its shape."""
+    return Check("regex", "|".join(f"(?:{p})" for p in patterns))

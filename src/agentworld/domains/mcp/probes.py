@@ -5,6 +5,9 @@ Controllability: world facts (a rate-limited tool answers HTTP 429, a paged list
 reference servers' error shapes (``ENOENT`` for a missing file, ``Access denied`` outside the allowed
 directories, ``MCP error -32602`` for an unknown tool, a pydantic validation error for a bad argument).
 Long context: a file written early is read back after 10, 50 and 100 intervening calls.
+
+Only the validation error is also checked as a failure by the plugin's ``error_patterns``: they do
+not mark the other three recorded shapes (``ENOENT``, ``Access denied``, ``MCP error``) as failures.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentworld.domains.mcp import PLUGIN
 from agentworld.domains.probes import (
     CONTEXT_GAPS,
     Probe,
     contains,
+    failure,
     line,
     make,
     regex,
@@ -104,7 +109,7 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
                         "  Input should be a valid integer, unable to parse string as an integer "
                         f"[type=int_parsing, input_value='{bad}', input_type=str]",
                         [regex(r"^Error executing tool git_log:"), contains("validation error"),
-                         regex(r"^max_count$")]))
+                         regex(r"^max_count$"), failure(PLUGIN.error_patterns)]))
     return out
 
 

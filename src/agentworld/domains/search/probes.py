@@ -16,6 +16,7 @@ from agentworld.domains.probes import (
     CONTEXT_GAPS,
     Probe,
     contains,
+    failure,
     make,
     regex,
     rng,
@@ -24,6 +25,7 @@ from agentworld.domains.probes import (
     tool_action,
     with_facts,
 )
+from agentworld.domains.search import PLUGIN
 
 DOMAIN = "search"
 
@@ -65,16 +67,16 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
         out.append(make(DOMAIN, "error_handling", "missing-argument", n, system, [],
                         tool_action("web_extractor", {"goal": f"find {token(r)}"}),
                         "Error: web_extractor needs 'url' (a string)",
-                        [regex(r"^Error: "), contains("url")]))
+                        [regex(r"^Error: "), contains("url"), failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "unknown-tool", n, system, [],
                         tool_action(tool, {"query": token(r)}),
                         f"Error: unknown tool {tool!r}; available: web_search, web_extractor, dict_memory",
-                        [regex(r"^Error: unknown tool"), contains(tool)]))
+                        [regex(r"^Error: unknown tool"), contains(tool), failure(PLUGIN.error_patterns)]))
         url = f"https://{host}.invalid/{token(r, 4)}"
         out.append(make(DOMAIN, "error_handling", "unreachable-page", n, system, [],
                         tool_action("web_extractor", {"url": url, "goal": "summary"}),
                         f"Error: failed to fetch {url}: the page is not accessible",
-                        [regex(r"^Error: failed to fetch"), contains(url)]))
+                        [regex(r"^Error: failed to fetch"), contains(url), failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "missing-key", n, system, [],
                         tool_action("dict_memory", {"operation": "retrieve", "key_list": [key]}),
                         f"{{}}\nKey not found: ['{key}']", [contains(f"Key not found: ['{key}']")]))

@@ -13,6 +13,7 @@ from agentworld.domains.probes import (
     CONTEXT_GAPS,
     Probe,
     contains,
+    failure,
     line,
     make,
     regex,
@@ -22,6 +23,7 @@ from agentworld.domains.probes import (
     tool_action,
     with_facts,
 )
+from agentworld.domains.swe import PLUGIN
 
 DOMAIN = "swe"
 
@@ -69,21 +71,24 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
         out.append(make(DOMAIN, "error_handling", "missing-file", n, system, [],
                         tool_action("read_file", {"absolute_path": missing}),
                         f"Error: File not found: {missing}",
-                        [regex(r"^Error: File not found"), contains(missing)]))
+                        [regex(r"^Error: File not found"), contains(missing),
+                         failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "unknown-command", n, system, [], _shell(command),
                         _result(command, f"bash: line 1: {command}: command not found", 127),
-                        [contains(f"{command}: command not found"), regex(r"^Exit Code: 127$")]))
+                        [contains(f"{command}: command not found"), regex(r"^Exit Code: 127$"),
+                         failure(PLUGIN.error_patterns)]))
         listing = f"ls -l {script}"
         history = [(_shell(listing), _result(listing, f"-rw-r--r-- 1 root root 42 Jan  1 00:00 {script}"))]
         out.append(make(DOMAIN, "error_handling", "permission-denied", n, system, history,
                         _shell(f"./{script}"),
                         _result(f"./{script}", f"bash: line 1: ./{script}: Permission denied", 126),
-                        [contains("Permission denied"), regex(r"^Exit Code: 126$")]))
+                        [contains("Permission denied"), regex(r"^Exit Code: 126$"),
+                         failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "not-a-tool-call", n, system, [],
                         f"**Action:**\nplease run the tests in {token(r)}",
                         'Error: the action is not a tool call; expected {"tool_name": …, '
                         '"arguments": {…}}',
-                        [regex(r"^Error: "), contains("tool call")]))
+                        [regex(r"^Error: "), contains("tool call"), failure(PLUGIN.error_patterns)]))
     return out
 
 

@@ -16,6 +16,7 @@ from agentworld.domains.probes import (
     CONTEXT_GAPS,
     Probe,
     contains,
+    failure,
     line,
     make,
     regex,
@@ -24,8 +25,11 @@ from agentworld.domains.probes import (
     token,
     with_facts,
 )
+from agentworld.domains.terminal import PLUGIN
 
 DOMAIN = "terminal"
+UNCLASSED = frozenset({"invalid-option"})
+"""Errors the domain's ``error_patterns`` do not mark as failures (their shape is still checked)."""
 
 
 def _action(keystrokes: str, prompt: str | None = None) -> str:
@@ -100,8 +104,10 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
         for name, sh, typed, error in cases:
             action, screen = sh.turn(typed, error)
             first = error.splitlines()[0]
-            out.append(make(DOMAIN, "error_handling", name, n, system, [], action, screen,
-                            [line(first), regex(rf"^{re.escape(sh.prompt)}\s*$")]))
+            checks = [line(first), regex(rf"^{re.escape(sh.prompt)}\s*$")]
+            if name not in UNCLASSED:
+                checks.append(failure(PLUGIN.error_patterns))
+            out.append(make(DOMAIN, "error_handling", name, n, system, [], action, screen, checks))
     return out
 
 

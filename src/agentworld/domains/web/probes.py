@@ -15,6 +15,7 @@ from agentworld.domains.probes import (
     CONTEXT_GAPS,
     Probe,
     contains,
+    failure,
     make,
     regex,
     rng,
@@ -22,6 +23,7 @@ from agentworld.domains.probes import (
     token,
     with_facts,
 )
+from agentworld.domains.web import PLUGIN
 
 DOMAIN = "web"
 SITE = "http://localhost:8000"
@@ -79,17 +81,19 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
                         _action(f"click('{bid}')"),
                         _page("Welcome - Loopback Books", "/", "Welcome to the shop.",
                               error=f"Could not find element with bid \"{bid}\""),
-                        [regex(rf"^Error: .*\b{bid}\b"), contains("Welcome to the shop.")]))
+                        [regex(rf"^Error: .*\b{bid}\b"), contains("Welcome to the shop."),
+                         failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "not-found", n, system, [],
                         _action(f"goto('{SITE}/{missing}')"),
                         _page("404 Not Found", f"/{missing}", "404 Not Found",
                               f"The page /{missing} does not exist."),
-                        [regex(r"\b404\b"), contains(missing)]))
+                        [regex(r"\b404\b"), contains(missing), failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "blocked", n, system, [], _action(f"goto('https://{host}/')"),
                         f"Tab 0 (current): {host}\nURL: chrome-error://chromewebdata/\nError: Page.goto: "
                         f"net::ERR_BLOCKED_BY_CLIENT at https://{host}/\n\nRootWebArea '{host}', focused\n"
                         f"\t[17] heading '{host} is blocked'\n\tStaticText 'ERR_BLOCKED_BY_CLIENT'",
-                        [regex(r"net::ERR_BLOCKED_BY_CLIENT"), regex(rf"^Error: .*{re.escape(host)}")]))
+                        [regex(r"net::ERR_BLOCKED_BY_CLIENT"), regex(rf"^Error: .*{re.escape(host)}"),
+                         failure(PLUGIN.error_patterns)]))
     return out
 
 
