@@ -11,7 +11,6 @@ from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
     name="mcp",
-    probes="agentworld.domains.mcp.probes:generate",
     display="MCP",
     rules="agentworld.domains.mcp.rules:RULES",
     environment="agentworld.domains.mcp.env:open_environment",
@@ -22,4 +21,5 @@ PLUGIN = DomainPlugin(
     actions="agentworld.domains.mcp.actions:ACTIONS",
     ledger="agentworld.domains.mcp.ledger:open_ledger",
     error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b"),
+    probes="agentworld.domains.mcp.probes:generate",
 )

@@ -8,7 +8,6 @@ from agentworld.domains.base import DomainPlugin
 
 PLUGIN = DomainPlugin(
     name="search",
-    probes="agentworld.domains.search.probes:generate",
     display="Search",
     rules="agentworld.domains.search.rules:RULES",
     retrieval_keys="agentworld.domains.search.keys:KEYS",
@@ -18,4 +17,5 @@ PLUGIN = DomainPlugin(
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
     actions="agentworld.domains.search.actions:ACTIONS",
+    probes="agentworld.domains.search.probes:generate",
 )

@@ -9,7 +9,6 @@ from agentworld.domains.error_patterns import TOOL_SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="swe",
-    probes="agentworld.domains.swe.probes:generate",
     display="SWE",
     action_word="command",
     rules="agentworld.domains.swe.rules:RULES",
@@ -19,4 +18,5 @@ PLUGIN = DomainPlugin(
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=TOOL_SHELL_ERRORS,
+    probes="agentworld.domains.swe.probes:generate",
 )

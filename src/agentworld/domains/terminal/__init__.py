@@ -8,7 +8,6 @@ from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="terminal",
-    probes="agentworld.domains.terminal.probes:generate",
     display="Terminal",
     action_word="command",
     effect="The shell echoes the command, prints its output and a new prompt.",
@@ -23,4 +22,5 @@ PLUGIN = DomainPlugin(
     ledger="agentworld.domains.terminal.ledger:open_ledger",
     faults="agentworld.domains.terminal.faults:render_fault",
     error_patterns=COMMON_ERRORS + SHELL_ERRORS,
+    probes="agentworld.domains.terminal.probes:generate",
 )

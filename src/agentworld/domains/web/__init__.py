@@ -7,8 +7,7 @@ from agentworld.domains.base import DomainPlugin
 from agentworld.domains.error_patterns import COMMON_ERRORS
 
 PLUGIN = DomainPlugin(
-    name="web",
-    probes="agentworld.domains.web.probes:generate", display="Web",
+    name="web", display="Web",
     rules="agentworld.domains.web.rules:RULES",
     environment="agentworld.domains.web.env:open_environment",
     routing="agentworld.domains.web.routing:decide",
@@ -17,4 +16,5 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=(*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
     gui=True,
+    probes="agentworld.domains.web.probes:generate",
 )
