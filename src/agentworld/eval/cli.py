@@ -143,5 +143,21 @@ config_command(app, ReportConfig, _report, name="report",
                help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
+# -- eval compare (issue 12, point 5) --------------------------------------------------------------
+from agentworld.eval.compare import CompareConfig  # noqa: E402  (its own block, kept apart for merges)
+
+
+def _compare(config: CompareConfig) -> None:
+    from agentworld.eval.compare import run_compare
+
+    with _errors():
+        run_compare(config)
+
+
+config_command(app, CompareConfig, _compare, name="compare",
+               help="Compare run folders over the same samples: paired differences per domain and metric "
+                    "with bootstrap intervals; a table, --json or an --html page.")
+
+
 if __name__ == "__main__":
     app()
