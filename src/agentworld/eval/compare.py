@@ -51,6 +51,14 @@ class CompareConfig(BaseModel):
     as_json: bool = Field(False, description="Print the comparison as JSON.",
                           json_schema_extra=cli_flags("--json"))
 
+    @field_validator("html")
+    @classmethod
+    def _html_file(cls, value: Path | None) -> Path | None:
+        """Only an ``.html`` name: a slip of the option can then never replace a journal or a data file."""
+        if value is not None and (value.suffix.lower() not in (".html", ".htm") or value.is_dir()):
+            raise ValueError(f"{value}: give a file name ending in .html")
+        return value
+
     @field_validator("metrics")
     @classmethod
     def _known_metrics(cls, value: list[str]) -> list[str]:
@@ -200,7 +208,8 @@ def compare(config: CompareConfig) -> Comparison:
     present = set(domain_of.values())
     domains = [d for d in DOMAIN_NAMES if d in present] + sorted(present - set(DOMAIN_NAMES))
     ids = {d: sorted(sid for sid, dom in domain_of.items() if dom == d) for d in domains}
-    options: dict[str, Any] = {"resamples": config.bootstrap, "confidence": config.confidence, "seed": config.seed}
+    options: dict[str, Any] = {"resamples": config.bootstrap, "confidence": config.confidence,
+                               "seed": config.seed}
     rows: list[MetricRow] = []
     samples: list[SampleDiff] = []
     for run in (r for r in runs if r is not base):
@@ -254,6 +263,8 @@ def run_compare(config: CompareConfig) -> None:
     from agentworld.eval.compare_render import print_comparison, write_html
 
     result = compare(config)
+    for warning in result.warnings:
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     if config.as_json:
         typer.echo(result.model_dump_json(indent=2))
     else:

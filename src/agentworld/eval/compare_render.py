@@ -67,11 +67,9 @@ def render_text(result: Comparison) -> str:
 
 
 def print_comparison(result: Comparison) -> None:
-    """Warnings on stderr (so ``--json`` output stays clean), tables on stdout."""
+    """The tables on stdout: rich on a terminal, plain text at full width elsewhere."""
     import typer
 
-    for warning in result.warnings:
-        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     if not sys.stdout.isatty():
         typer.echo(render_text(result))
         return
