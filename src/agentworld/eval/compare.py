@@ -47,6 +47,9 @@ class CompareConfig(BaseModel):
     seed: int = Field(0, description="Seed of the bootstrap resampling (same seed, same intervals).")
     metrics: list[str] = Field(default_factory=list, description="Only these metrics (repeat or m1,m2), of: "
                                + ", ".join(METRICS) + ".")
+    allow_different_data: bool = Field(
+        False, description="Pair samples by id even when the runs' data files differ (the same samples "
+        "rewritten with a prompt variant); without it such runs are refused.")
     html: Path | None = Field(None, description="Also write one self-contained HTML page here.")
     as_json: bool = Field(False, description="Print the comparison as JSON.",
                           json_schema_extra=cli_flags("--json"))
@@ -201,7 +204,7 @@ def compare(config: CompareConfig) -> Comparison:
     from agentworld.eval.compare_stats import paired_bootstrap, stratified_bootstrap
     runs = load_runs(config.run)
     base = pick_baseline(runs, config.baseline)
-    warnings = check_same_data(runs) + check_same_samples(runs)
+    warnings = check_same_data(runs, config.allow_different_data) + check_same_samples(runs)
     domain_of: dict[str, str] = {}
     for run in runs:
         domain_of.update({sid: p.domain for sid, p in run.predictions.items() if sid not in domain_of})

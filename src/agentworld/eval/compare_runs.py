@@ -96,8 +96,9 @@ def pick_baseline(runs: Sequence[LoadedRun], baseline: str | None) -> LoadedRun:
                           + ", ".join(run.label for run in runs))
 
 
-def check_same_data(runs: Sequence[LoadedRun]) -> list[str]:
-    """Refuse runs over different data; the warnings for runs whose data cannot be verified.
+def check_same_data(runs: Sequence[LoadedRun], allow_different: bool = False) -> list[str]:
+    """Refuse runs over different data (a warning with ``allow_different``); warnings for runs whose
+    data cannot be verified.
 
     Raises:
         AgentWorldError: two runs stored different data fingerprints (both runs and files named).
@@ -111,12 +112,16 @@ def check_same_data(runs: Sequence[LoadedRun]) -> list[str]:
     first = known[0] if known else None
     for run in known[1:]:
         assert first is not None
-        if run.infer["data_sha256"] != first.infer["data_sha256"]:
-            raise AgentWorldError(
-                f"runs {first.label} and {run.label} were evaluated on different data "
-                f"({', '.join(run.describe()['data']) or '?'} vs {', '.join(first.describe()['data']) or '?'}"
-                f", fingerprints {run.infer['data_sha256'][:12]} vs {first.infer['data_sha256'][:12]}): "
-                "their samples cannot be paired; compare runs over the same data files")
+        if run.infer["data_sha256"] == first.infer["data_sha256"]:
+            continue
+        files = [", ".join(r.describe()["data"]) or "?" for r in (first, run)]
+        prints = [r.infer["data_sha256"][:12] for r in (first, run)]
+        what = (f"runs {first.label} and {run.label} were evaluated on different data ({files[0]} vs "
+                f"{files[1]}, fingerprints {prints[0]} vs {prints[1]})")
+        if not allow_different:
+            raise AgentWorldError(f"{what}: their samples cannot be paired; compare runs over the same data "
+                                  "files (or pass --allow-different-data to pair the samples by id)")
+        warnings.append(f"{what}: samples paired by id (--allow-different-data)")
     return warnings
 
 
