@@ -238,3 +238,31 @@ def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch:
     failed = CliRunner().invoke(app, args)
     assert failed.exit_code != 0 and isinstance(failed.exception, OSError)
     assert page.read_text("utf-8") == html and sorted(p.name for p in tmp_path.iterdir()) == ["compare.html"]
+
+
+def test_hostile_rows_are_dropped_with_their_reason_and_escaped(runs: dict[str, Path], tmp_path: Path) -> None:
+    hostile = tmp_path / "<i>hostile"
+    shutil.copytree(runs["c0"], hostile)
+    with (hostile / "predictions.jsonl").open("a") as handle:
+        handle.write(json.dumps({"id": "t1-1", "domain": "terminal", "error": "APIError: boom"}) + "\n")
+    with (hostile / "judgments.jsonl").open("a") as handle:
+        handle.write(json.dumps({"id": "t1-2", "domain": "terminal", "mode": "rubric", "status": "ok",
+                                 "scores": {"format": 9}, "total_score": 99}) + "\n")
+    with (hostile / "rules.jsonl").open("a") as handle:
+        handle.write(json.dumps({"id": "t1-3", "domain": "terminal", "rule": {"overall": "high"}}) + "\n")
+    page = tmp_path / "page.html"
+    result = CliRunner().invoke(app, ["compare", "--run", str(runs["c0"]), "--run", str(hostile), "--json",
+                                      "--html", str(page), "--bootstrap", "100"])
+    assert result.exit_code == 0, result.output
+    rows = _rows(json.loads(result.stdout), "terminal")
+    assert rows["rubric.total"]["drop_reasons"] == {"prediction error in <i>hostile": 1,
+                                                    "score out of range 1-5 in <i>hostile": 1}
+    assert rows["rubric.format"]["drop_reasons"] == {"prediction error in <i>hostile": 1,
+                                                     "score out of range 1-5 in <i>hostile": 1}
+    assert rows["rubric.quality"]["drop_reasons"] == {"prediction error in <i>hostile": 1,
+                                                      "dimension not scored in <i>hostile": 1}
+    assert rows["rule.overall"]["drop_reasons"] == {"prediction error in <i>hostile": 1,
+                                                    "rule overall not a number in <i>hostile": 1}
+    assert rows["rule.overall"]["n"] == TERMINAL_TRAJECTORIES * TURNS - 2
+    html = page.read_text("utf-8")
+    assert "<i>" not in html and "&lt;i&gt;hostile" in html

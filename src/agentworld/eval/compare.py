@@ -154,8 +154,10 @@ def sample_value(run: Any, sid: str, metric: str) -> float | str:
         value = row.rule.get(name)
         if isinstance(value, bool):
             return 100.0 if value else 0.0
-        if not isinstance(value, int | float) or not math.isfinite(value):
+        if value is None:
             return "rule does not apply"
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return f"rule {name} not a number"
         return float(value)
     judged = run.judgments.get(sid)
     if judged is None:
