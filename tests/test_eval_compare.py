@@ -240,7 +240,7 @@ def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch:
     assert page.read_text("utf-8") == html and sorted(p.name for p in tmp_path.iterdir()) == ["compare.html"]
 
 
-def test_hostile_rows_are_dropped_with_their_reason_and_escaped(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_hostile_rows_are_dropped_by_reason_and_escaped(runs: dict[str, Path], tmp_path: Path) -> None:
     hostile = tmp_path / "<i>hostile"
     shutil.copytree(runs["c0"], hostile)
     with (hostile / "predictions.jsonl").open("a") as handle:
