@@ -103,7 +103,8 @@ def test_same_model_two_seeds_interval_includes_zero(runs: dict[str, Path]) -> N
 
 def test_bootstrap_on_known_data() -> None:
     assert paired_bootstrap([2.0, 2.0, 2.0]) == (2.0, 2.0)
-    assert paired_bootstrap([]) is None
+    assert paired_bootstrap([]) is None and paired_bootstrap([5.0]) is None  # one pair: no spread
+    assert stratified_bootstrap([[5.0], []]) is None and stratified_bootstrap([[5.0], [1.0]]) == (3.0, 3.0)
     # mean 0.5, standard error 0.05: the percentile interval is close to 0.5 ± 1.96 × 0.05
     low, high = paired_bootstrap([0.0, 1.0] * 50, seed=1)  # type: ignore[misc]
     assert abs(low - 0.402) < 0.012 and abs(high - 0.598) < 0.012

@@ -17,12 +17,15 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from agentworld.cli_support import cli_flags
 from agentworld.schema import DOMAIN_NAMES
+
+if TYPE_CHECKING:
+    from agentworld.eval.compare_runs import LoadedRun
 
 RUBRIC_METRICS: tuple[str, ...] = ("rubric.total", "rubric.format", "rubric.factuality", "rubric.consistency",
                                    "rubric.realism", "rubric.quality")
@@ -31,6 +34,8 @@ METRICS: tuple[str, ...] = (*RUBRIC_METRICS, *RULE_METRICS)
 HEADLINE: tuple[str, ...] = ("rubric.total", "rule.overall")
 """Metrics whose per-sample differences are listed (JSON, HTML): one per tier."""
 ALL_DOMAINS = "all"
+Pair = tuple[str, float, float]
+"""A sample id with its values in the baseline and in the compared run."""
 
 
 class CompareConfig(BaseModel):
@@ -92,6 +97,7 @@ class MetricRow(BaseModel):
     ci_low: float | None = None
     ci_high: float | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def verdict(self) -> str:
         """``higher``/``lower`` when the interval excludes zero, else ``-`` (no difference shown)."""
@@ -139,8 +145,8 @@ def _score(raw: Any) -> float | str:
     return (raw - 1) / 4 * 100 if 1 <= raw <= 5 else "score out of range 1-5"
 
 
-def sample_value(run: Any, sid: str, metric: str) -> float | str:
-    """The sample's value of ``metric`` in ``run`` (a :class:`LoadedRun`), or the reason it has none."""
+def sample_value(run: LoadedRun, sid: str, metric: str) -> float | str:
+    """The sample's value of ``metric`` in ``run``, or the reason it has none."""
     pred = run.predictions.get(sid)
     if pred is None:
         return "missing"
@@ -169,8 +175,8 @@ def sample_value(run: Any, sid: str, metric: str) -> float | str:
     return _score(judged.total_score if name == "total" else judged.scores.get(name, 0))
 
 
-def _pairs(runs: Sequence[Any], ids: Sequence[str], metric: str) -> tuple[list[tuple[str, float, float]],
-                                                                           Counter[str]]:
+def _pairs(runs: tuple[LoadedRun, LoadedRun], ids: Sequence[str],
+           metric: str) -> tuple[list[Pair], Counter[str]]:
     """The (id, baseline, run) values of samples scored in both, and the drop reasons of the rest."""
     base, other = runs
     pairs, dropped = [], Counter[str]()
@@ -185,7 +191,7 @@ def _pairs(runs: Sequence[Any], ids: Sequence[str], metric: str) -> tuple[list[t
     return pairs, dropped
 
 
-def _row(base: Any, run: Any, domain: str, metric: str, pairs: list[tuple[str, float, float]],
+def _row(base: LoadedRun, run: LoadedRun, domain: str, metric: str, pairs: list[Pair],
          dropped: Counter[str], interval: tuple[float, float] | None) -> MetricRow:
     a = fmean(p[1] for p in pairs) if pairs else None
     b = fmean(p[2] for p in pairs) if pairs else None
@@ -245,8 +251,8 @@ def compare(config: CompareConfig) -> Comparison:
                       warnings=warnings, **options)
 
 
-def _overall(base: Any, run: Any, metric: str, domain_rows: list[MetricRow],
-             per_domain: list[list[tuple[str, float, float]]], dropped: Counter[str],
+def _overall(base: LoadedRun, run: LoadedRun, metric: str, domain_rows: list[MetricRow],
+             per_domain: list[list[Pair]], dropped: Counter[str],
              interval: tuple[float, float] | None) -> MetricRow:
     """The ``all`` row: means of the domains' means (the published "Overall"), over domains with pairs."""
     kept = [row for row in domain_rows if row.n]

@@ -98,7 +98,10 @@ def forest_plot(rows: Sequence[MetricRow]) -> str:
     extent = max(MIN_SHOWN_DIFF, *ends)
     label_w, plot_w, row_h, top = 230, 420, 22, 22
     height = top + row_h * len(shown) + 10
-    x = lambda v: label_w + plot_w / 2 + v / extent * plot_w / 2 * 0.95  # noqa: E731
+
+    def x(value: float) -> float:
+        return label_w + plot_w / 2 + value / extent * plot_w / 2 * 0.95
+
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 10}" height="{height}" '
            'role="img" aria-label="mean differences with intervals" font-family="system-ui" font-size="11">',
            f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{top - 6}" y2="{height - 6}" stroke="#888"/>',

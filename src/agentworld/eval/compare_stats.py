@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+MIN_PAIRS = 2
+"""Fewer pairs than this give no interval: one difference says nothing about its own spread."""
 MAX_DRAW_CELLS = 4_000_000
 """Resample indices drawn per chunk (resamples × samples): bounds memory on the full benchmark."""
 
@@ -47,13 +49,14 @@ def _interval(means: npt.NDArray[np.float64], confidence: float) -> tuple[float,
 
 def paired_bootstrap(diffs: Sequence[float], *, resamples: int = 10_000, confidence: float = 0.95,
                      seed: int = 0) -> tuple[float, float] | None:
-    """Percentile interval of the mean of paired differences ``diffs``; None without any pair.
+    """Percentile interval of the mean of paired differences ``diffs``; None with fewer than
+    :data:`MIN_PAIRS`.
 
     Raises:
         ValueError: ``resamples`` below 1 or ``confidence`` outside (0, 1).
     """
     _check(resamples, confidence)
-    if not diffs:
+    if len(diffs) < MIN_PAIRS:
         return None
     values = np.asarray(diffs, dtype=np.float64)
     return _interval(_resampled_means(values, resamples, np.random.default_rng(seed)), confidence)
@@ -65,11 +68,11 @@ def stratified_bootstrap(groups: Sequence[Sequence[float]], *, resamples: int = 
 
     This is the published "Overall" (the mean of the domain scores): each domain keeps its own
     sample count in every resample, so a large domain never crowds out a small one. Empty groups
-    are left out; None when every group is empty.
+    are left out; None with fewer than :data:`MIN_PAIRS` pairs in all.
     """
     _check(resamples, confidence)
     kept = [np.asarray(g, dtype=np.float64) for g in groups if len(g)]
-    if not kept:
+    if sum(len(g) for g in kept) < MIN_PAIRS:
         return None
     rng = np.random.default_rng(seed)
     means = np.mean([_resampled_means(g, resamples, rng) for g in kept], axis=0)
