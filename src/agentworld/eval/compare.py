@@ -210,6 +210,7 @@ def compare(config: CompareConfig) -> Comparison:
     """
     from agentworld.eval.compare_runs import check_same_data, check_same_samples, load_runs, pick_baseline
     from agentworld.eval.compare_stats import paired_bootstrap, stratified_bootstrap
+
     runs = load_runs(config.run)
     base = pick_baseline(runs, config.baseline)
     warnings = check_same_data(runs, config.allow_different_data) + check_same_samples(runs)
