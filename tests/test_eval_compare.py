@@ -187,14 +187,24 @@ def test_unshared_samples_and_failed_judgments_are_dropped_and_counted(runs: dic
     assert "rubric.total: 1 dropped (judge parse_error in broken: 1)" in plain.stdout
 
 
-def test_unjudged_run_is_compared_on_the_rule_tier_only(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_a_tier_one_run_lacks_is_left_out_with_a_warning(runs: dict[str, Path], tmp_path: Path) -> None:
     _eval(runs["data"], tmp_path / "rules-only", 0.5, 0, judge=False)
     args = ["compare", "--run", str(runs["c0"]), "--run", str(tmp_path / "rules-only")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "warning: rules-only has no judgments: the rubric of rules-only vs c0 is not compared" \
+    assert "warning: rules-only has no judgments: the rubric tier of rules-only vs c0 is not compared" \
         in result.stderr
     assert "rule.overall" in result.stdout and "rubric.total" not in result.stdout
+    unruled = tmp_path / "unruled"
+    shutil.copytree(runs["c50"], unruled)
+    (unruled / "rules.jsonl").unlink()
+    args = ["compare", "--run", str(runs["c0"]), "--run", str(unruled), "--run", str(tmp_path / "rules-only")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "warning: unruled has no rule scores: the rule tier of unruled vs c0 is not compared" \
+        in result.stderr
+    assert "rubric.total" in result.stdout.split("rules-only vs c0")[0]
+    assert "rule.overall" not in result.stdout.split("rules-only vs c0")[0]
 
 
 class _Tags(HTMLParser):

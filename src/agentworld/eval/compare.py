@@ -201,6 +201,22 @@ def _row(base: LoadedRun, run: LoadedRun, domain: str, metric: str, pairs: list[
                      ci_low=interval[0] if interval else None, ci_high=interval[1] if interval else None)
 
 
+def _tiers(base: LoadedRun, run: LoadedRun, warnings: list[str]) -> set[str]:
+    """The tiers both runs have ("rubric": judgments, "rule": rule scores); a warning for a tier one lacks."""
+    tiers = set()
+    for tier, what, has in (("rubric", "judgments", lambda r: bool(r.judgments)),
+                            ("rule", "rule scores", lambda r: bool(r.rules))):
+        lacking = [r.label for r in (base, run) if not has(r)]
+        if not lacking:
+            tiers.add(tier)
+        elif len(lacking) == 1:
+            warnings.append(f"{lacking[0]} has no {what}: the {tier} tier of {run.label} vs {base.label} is "
+                            "not compared")
+    if not tiers:
+        warnings.append(f"{run.label} vs {base.label}: no tier is scored in both runs; nothing compared")
+    return tiers
+
+
 def compare(config: CompareConfig) -> Comparison:
     """Load, check and pair the runs; one row per run × metric × domain (then ``all``).
 
@@ -225,13 +241,9 @@ def compare(config: CompareConfig) -> Comparison:
     rows: list[MetricRow] = []
     samples: list[SampleDiff] = []
     for run in (r for r in runs if r is not base):
-        judged = bool(base.judgments) and bool(run.judgments)
-        if not judged and (base.judgments or run.judgments):
-            unjudged = run.label if base.judgments else base.label
-            warnings.append(f"{unjudged} has no judgments: the rubric of {run.label} vs {base.label} is not "
-                            "compared (rule tier only)")
+        tiers = _tiers(base, run, warnings)
         for metric in config.metrics or METRICS:
-            if metric.startswith("rubric.") and not judged:
+            if metric.split(".")[0] not in tiers:
                 continue
             per_domain, total = [], Counter[str]()
             for domain in domains:
