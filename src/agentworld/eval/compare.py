@@ -12,7 +12,6 @@ both runs were judged) and the rule tier's overall, exact, line F1 and structure
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,52 +135,13 @@ class Comparison(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def _score(raw: Any) -> float | str:
-    """A 1–5 judge score on 0–100, or why it does not count (0 is "not scored", as officially)."""
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
-        return "score not a number"
-    if raw == 0:
-        return "dimension not scored"
-    return (raw - 1) / 4 * 100 if 1 <= raw <= 5 else "score out of range 1-5"
-
-
-def sample_value(run: LoadedRun, sid: str, metric: str) -> float | str:
-    """The sample's value of ``metric`` in ``run``, or the reason it has none."""
-    pred = run.predictions.get(sid)
-    if pred is None:
-        return "missing"
-    if pred.error:
-        return "prediction error"
-    tier, name = metric.split(".", 1)
-    if tier == "rule":
-        row = run.rules.get(sid)
-        if row is None:
-            return "no rule score"
-        value = row.rule.get(name)
-        if isinstance(value, bool):
-            return 100.0 if value else 0.0
-        if value is None:
-            return "rule does not apply"
-        if not isinstance(value, int | float) or not math.isfinite(value):
-            return f"rule {name} not a number"
-        return float(value)
-    judged = run.judgments.get(sid)
-    if judged is None:
-        return "not judged"
-    if judged.mode != "rubric":
-        return f"judged in {judged.mode} mode"
-    if judged.failed:
-        return f"judge {judged.status}"
-    return _score(judged.total_score if name == "total" else judged.scores.get(name, 0))
-
-
 def _pairs(runs: tuple[LoadedRun, LoadedRun], ids: Sequence[str],
            metric: str) -> tuple[list[Pair], Counter[str]]:
     """The (id, baseline, run) values of samples scored in both, and the drop reasons of the rest."""
     base, other = runs
     pairs, dropped = [], Counter[str]()
     for sid in ids:
-        a, b = sample_value(base, sid, metric), sample_value(other, sid, metric)
+        a, b = base.value(sid, metric), other.value(sid, metric)
         if isinstance(a, float) and isinstance(b, float):
             pairs.append((sid, a, b))
         else:

@@ -1,4 +1,5 @@
-"""The run folders of ``eval compare``: read, labelled, and checked to be comparable.
+"""The run folders of ``eval compare``: read, labelled, checked to be comparable, and each sample's
+value of a metric read from them (or the reason it has none, which the tables count).
 
 Why the checks: a paired difference only means something when both runs answered the same
 samples of the same data. Runs over different data files (by the ``data_sha256`` fingerprint every
@@ -10,6 +11,7 @@ difference would measure the judges as much as the world models.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,35 @@ class LoadedRun:
     def judge(self) -> dict[str, Any]:
         return dict(self.config.get("judge") or {})
 
+    def value(self, sid: str, metric: str) -> float | str:
+        """The sample's value of ``metric`` (``tier.name``, 0–100) in this run, or why it has none."""
+        pred = self.predictions.get(sid)
+        if pred is None:
+            return "missing"
+        if pred.error:
+            return "prediction error"
+        tier, name = metric.split(".", 1)
+        if tier == "rule":
+            row = self.rules.get(sid)
+            if row is None:
+                return "no rule score"
+            value = row.rule.get(name)
+            if isinstance(value, bool):
+                return 100.0 if value else 0.0
+            if value is None:
+                return "rule does not apply"
+            if not isinstance(value, int | float) or not math.isfinite(value):
+                return f"rule {name} not a number"
+            return float(value)
+        judged = self.judgments.get(sid)
+        if judged is None:
+            return "not judged"
+        if judged.mode != "rubric":
+            return f"judged in {judged.mode} mode"
+        if judged.failed:
+            return f"judge {judged.status}"
+        return _score(judged.total_score if name == "total" else judged.scores.get(name, 0))
+
     def describe(self) -> dict[str, Any]:
         """What produced the run, for the table header and the HTML page (URLs without credentials)."""
         infer, judge = self.infer, self.judge
@@ -52,6 +83,15 @@ class LoadedRun:
                 "temperature": infer.get("temperature"), "judge_model": judge.get("judge_model"),
                 "data": [Path(str(p)).name for p in infer.get("data") or []],
                 "samples": len(self.predictions)}
+
+
+def _score(raw: Any) -> float | str:
+    """A 1–5 judge score on 0–100, or why it does not count (0 is "not scored", as officially)."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
+        return "score not a number"
+    if raw == 0:
+        return "dimension not scored"
+    return (raw - 1) / 4 * 100 if 1 <= raw <= 5 else "score out of range 1-5"
 
 
 def _labels(paths: Sequence[Path]) -> list[str]:
