@@ -23,4 +23,5 @@ PLUGIN = DomainPlugin(
     faults="agentworld.domains.terminal.faults:render_fault",
     error_patterns=COMMON_ERRORS + SHELL_ERRORS,
     extra={"prediction_tasks": "agentworld.domains.terminal.prediction_tasks:heldout_tasks"},
+    probes="agentworld.domains.terminal.probes:generate",
 )
