@@ -75,8 +75,9 @@ class Planner:
             AgentWorldError: no candidates (none given, no agent or it proposed none), or a
                 candidate that is not an action of the episode's domain.
         """
-        cache = self.cache or sim.cache or ResponseCache()
-        self.cache = cache
+        if self.cache is None:  # not `or`: an empty cache is falsy (it has a length)
+            self.cache = sim.cache if sim.cache is not None else ResponseCache()
+        cache = self.cache
         context = self.context(sim)
         if candidates is None:
             if self.agent is None:
