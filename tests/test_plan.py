@@ -257,3 +257,13 @@ def test_the_chosen_action_runs_for_real_through_the_router_exactly_once(counter
         assert [t.action for t in sim.history] == ["add 7"] and router.real_steps == 1
     router.close()
     assert len(OPENED) == 1 and OPENED[0].actions == ["add 7"]  # the forks never reached it
+
+
+def test_a_fork_with_a_seed_asks_the_model_with_that_seed_and_the_parent_keeps_its_own() -> None:
+    model = ScriptedBackend(default=world)
+    with episode(model) as sim:
+        with sim.fork(seed=7) as branch:
+            assert "ran x after 0 turns" in branch.step(typed("x")).observation
+            assert model.calls[-1].seed == 7 and branch.state().seed == 7
+        sim.step(typed("y"))
+        assert model.calls[-1].seed == 0 and sim.state().seed == 0 and sim.state().turn == 1
