@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agentworld.domains.base import DomainPlugin, register_domain, unregister_domain
@@ -31,6 +32,7 @@ from agentworld.plan import (
     ScriptedAgent,
     parse_verdict,
 )
+from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.sim import Simulator, WorldSpec
 from agentworld.sim.router import Router
 from serving import chat_server
@@ -267,3 +269,23 @@ def test_a_fork_with_a_seed_asks_the_model_with_that_seed_and_the_parent_keeps_i
             assert model.calls[-1].seed == 7 and branch.state().seed == 7
         sim.step(typed("y"))
         assert model.calls[-1].seed == 0 and sim.state().seed == 0 and sim.state().turn == 1
+
+
+def test_rollouts_run_concurrently_up_to_the_bound() -> None:
+    with run_mock_server(MockConfig(latency_ms=300)) as url:
+        control = url.removesuffix("/v1") + "/_mock"
+
+        async def plan(concurrency: int) -> None:
+            model = build_backend("mock", url)
+            sim = Simulator(model)
+            await sim.areset(WorldSpec(domain="terminal"), seed=0)
+            planner = Planner(RuleScorer(), samples=3, concurrency=concurrency)
+            await planner.aplan(sim, [typed("a"), typed("b")])
+            await model.aclose()
+
+        in_flight = []
+        for bound in (2, 6):
+            httpx.post(control + "/reset")
+            asyncio.run(plan(bound))
+            in_flight.append(httpx.get(control + "/stats").json()["max_in_flight"])
+    assert in_flight == [2, 6]
