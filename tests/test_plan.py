@@ -25,6 +25,7 @@ from agentworld.models.scripted import ScriptedBackend
 from agentworld.plan import (
     ImaginedStep,
     JudgeScorer,
+    ModelAgent,
     PlanContext,
     Planner,
     RuleCheck,
@@ -289,3 +290,36 @@ def test_rollouts_run_concurrently_up_to_the_bound() -> None:
             asyncio.run(plan(bound))
             in_flight.append(httpx.get(control + "/stats").json()["max_in_flight"])
     assert in_flight == [2, 6]
+
+
+def test_an_agent_model_proposes_the_candidates_and_continues_the_rollouts() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def agent(path: str, body: dict[str, Any], headers: Any) -> str:
+        seen.append(body)
+        messages = body["messages"]
+        if len(messages) == 2:  # proposing: one reply per seed
+            replies = {0: 'First: ```json\n[{"keystrokes": "bad-tool\\n"}]\n```',
+                       1: 'Try {"keystrokes": "good-tool\\n"}', 2: '[{"keystrokes": "bad-tool\\n"}]',
+                       3: "I have no idea."}
+            return replies[body["seed"]]
+        return '{"keystrokes": "echo next\\n"}' if len(messages) == 4 else "DONE"
+
+    with chat_server(agent) as url, episode() as sim:
+        async def plan() -> Any:
+            backend = build_backend("agent", url + "/v1")
+            spec = WorldSpec(domain="terminal")
+            planner = Planner(RuleScorer(), agent=ModelAgent(backend, spec), k=4, horizon=3,
+                              task="make it work")
+            try:
+                return await planner.aplan(sim)
+            finally:
+                await backend.aclose()
+
+        result = asyncio.run(plan())
+    assert [(c.index, c.score) for c in result.ranked] == [(1, 1.0), (0, 0.0)]  # no duplicate, no non-action
+    best = result.best.samples[0].steps
+    assert [s.action for s in best] == [{"keystrokes": "good-tool\n"}, {"keystrokes": "echo next\n"}]
+    assert "ran echo next after 1 turns" in best[1].observation
+    assert "Task: make it work" in seen[0]["messages"][0]["content"]
+    assert sorted(b["seed"] for b in seen if len(b["messages"]) == 2) == [0, 1, 2, 3]
