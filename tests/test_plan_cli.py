@@ -65,3 +65,29 @@ def test_a_bad_history_item_is_named(tmp_path: Path) -> None:
     result = agentworld("plan", "--model", "retrieval", "--candidate", "ls", "--history", str(history))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert f"--history {history}: item 1: expected an object with 'action' and a string" in result.stderr
+
+
+def test_plan_with_a_judge_scores_its_verdicts() -> None:
+    def answer(path: str, body: dict[str, Any], headers: Any) -> str:
+        if path.startswith("/judge"):
+            user = body["messages"][-1]["content"]
+            return "Verdict: failure" if "command not found" in user else "It ran.\nVerdict: on track"
+        return world(path, body, headers)
+
+    with chat_server(answer) as url:
+        result = agentworld("plan", "--model-base-url", f"{url}/v1", "--model", "m", "--judge-base-url",
+                            f"{url}/judge/v1", "--judge-model", "j", "--task", "count the TODO lines",
+                            "--candidate", "rg -c TODO notes.md", "--candidate", "grep -c TODO notes.md",
+                            "--json")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["scorer"] == "judge"
+    assert [(c["index"], c["score"], c["samples"][0]["verdict"]["label"]) for c in plan["ranked"]] == [
+        (1, 0.5, "on track"), (0, 0.0, "failure")]
+
+
+def test_plan_judge_scorer_without_a_judge_is_one_red_line() -> None:
+    result = agentworld("plan", "--model", "retrieval", "--candidate", "ls", "--scorer", "judge")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: --scorer judge needs --judge-model (and --judge-base-url for a "
+                                     "served judge)")

@@ -113,6 +113,10 @@ async def plan_from_config(config: PlanConfig) -> PlanResult:
     finally:
         cache.close()
         sim.close()
+        for backend in (world, getattr(scorer, "backend", None), getattr(agent, "backend", None)):
+            close = getattr(backend, "aclose", None)
+            if close is not None:
+                await close()
 
 
 def action_text(action: Any) -> str:
