@@ -54,6 +54,8 @@ COMMANDS: dict[str, LazyCommand] = {
                          "with a generator model."),
     "shell": LazyCommand("agentworld.serve.shell_cli:app", "Type into a simulated terminal or MCP server and "
                          "see what it answers."),
+    "plan": LazyCommand("agentworld.plan.cli:app", "Predict before acting: imagine candidate actions with a "
+                        "world model and rank them."),
     "mock-server": LazyCommand("agentworld.serve.serve_cli:app", "Old name of 'serve mock'.", sub="mock",
                                hidden=True),
     "rollout": LazyCommand("agentworld.train.cli:app", "Old name of 'train rollout'.", sub="rollout",

@@ -110,20 +110,22 @@ class Simulator:
             reset_router(seed)
         return self._initial
 
-    def fork(self) -> Simulator:
+    def fork(self, *, seed: int | None = None) -> Simulator:
         """An independent copy of the episode, for imagining actions without touching this one.
 
         The copy has its own history, ledger, fault draws, stored pages and replay memory; it
         shares the model and the cache (a fork's answers are cached like the episode's). Its
         router is a :class:`~agentworld.sim.fork.ForkRouter`: it never runs the real environment.
+        ``seed`` (default: the episode's) is the seed of the fork's model requests, so that a
+        planner's samples of one action draw different answers (and are cached apart).
         """
         if not self._started:
             raise AgentWorldError("Simulator.fork() before reset(): no episode to fork")
         child = Simulator(self.model, ledger=self._use_ledger, cache=self.cache, max_reasks=self.max_reasks,
                           router=ForkRouter(self.router), domains=self._domains, token_counter=self._count,
                           ledger_factory=self._ledger_factory)
-        child._spec, child._seed, child._domain, child._validator = (self._spec, self._seed, self._domain,
-                                                                     self._validator)
+        child._spec, child._domain, child._validator = self._spec, self._domain, self._validator
+        child._seed = self._seed if seed is None else seed
         child._actions, child._initial, child._started = self._actions, self._initial, True
         child._faults_in = copy.deepcopy(self._faults_in)
         child._ledger = copy_ledger(self._ledger)
