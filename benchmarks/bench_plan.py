@@ -1,12 +1,13 @@
 """Predict before acting, measured: real steps wasted and tasks solved without and with the planner.
 
-The futile-action terminal tasks (``agentworld.plan.futile``): a scripted agent proposes the futile
-candidate first and a working one second. Without the planner it takes the first; with it, the
-candidates are imagined on forks by a world model, scored by the task's rule (no error on the
-screen, back at the prompt) and the best runs. Everything chosen runs for real in a fresh sandbox
-and success is checked there. World models: the mock server replaying ground truth recorded at the
-start from real runs of every candidate (corruption 0, then the given rates: the planner's advantage
-must shrink), the retrieval baseline (the shipped terminal corpus) and a served model when given.
+A domain's futile-action tasks (the terminal's: ``agentworld.domains.terminal.futile``): a
+scripted agent proposes the futile candidate first and a working one second. Without the planner it
+takes the first; with it, the candidates are imagined on forks by a world model, scored by the
+task's rule (no error on the screen, back at the prompt) and the best runs. Everything chosen runs
+for real in a fresh sandbox and success is checked there. World models: the mock server replaying
+ground truth recorded at the start from real runs of every candidate (corruption 0, then the given
+rates: the planner's advantage must shrink), the retrieval baseline (the shipped terminal corpus)
+and a served model when given.
 
     python benchmarks/bench_plan.py [--corruption 0.5 1.0] [--budget 1] [--tasks cd-missing ...]
     python benchmarks/bench_plan.py --model-base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-8B
@@ -28,15 +29,17 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.endpoints import build_backend
 from agentworld.io import atomic_write_jsonl
-from agentworld.plan.bench import Outcome, record_truth, run_task, summarize, truth_rows
-from agentworld.plan.futile import TASKS, FutileTask
+from agentworld.plan.bench import Outcome, plan_suite, record_truth, run_task, summarize, truth_rows
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--domain", default=DEFAULT_DOMAIN,
+                        help="whose futile-action tasks (default: %(default)s)")
     parser.add_argument("--tasks", nargs="*", default=None, help="task names (default: all)")
     parser.add_argument("--corruption", nargs="*", type=float, default=[0.5, 1.0],
                         help="corruption rates of the mock besides 0")
@@ -50,11 +53,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def run_arm(tasks: Sequence[FutileTask], arm: str, backend: Any, budget: int,
+async def run_arm(tasks: Sequence[Any], domain: str, arm: str, backend: Any, budget: int,
                   samples: int) -> list[Outcome]:
     outcomes = []
     for task in tasks:
-        outcomes.append(await run_task(task, arm, backend, budget=budget, samples=samples))
+        outcomes.append(await run_task(task, arm, backend, domain=domain, budget=budget, samples=samples))
     if backend is not None and hasattr(backend, "aclose"):
         await backend.aclose()
     return outcomes
@@ -72,13 +75,14 @@ def table(rows: list[tuple[str, dict[str, int], dict[str, int]]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    tasks = [t for t in TASKS if args.tasks is None or t.name in args.tasks]
+    known = plan_suite(args.domain).tasks
+    tasks = [t for t in known if args.tasks is None or t.name in args.tasks]
     if not tasks:
-        sys.exit(f"no task named {args.tasks}; known: {', '.join(t.name for t in TASKS)}")
+        sys.exit(f"no task named {args.tasks}; known: {', '.join(t.name for t in known)}")
     started = time.monotonic()
     rows: list[dict[str, Any]] = []
     for task in tasks:
-        rows += truth_rows(task, record_truth(task))
+        rows += truth_rows(task, record_truth(task, args.domain), args.domain)
     print(f"recorded {len(rows)} candidate screens of {len(tasks)} tasks for real "
           f"in {time.monotonic() - started:.0f} s", flush=True)
     results: list[tuple[str, dict[str, int], dict[str, int]]] = []
@@ -86,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
         data = Path(folder) / "truth.jsonl"
         atomic_write_jsonl(data, rows)
-        base = asyncio.run(run_arm(tasks, "no planner", None, args.budget, args.samples))
+        base = asyncio.run(run_arm(tasks, args.domain, "no planner", None, args.budget, args.samples))
         models: list[tuple[str, Any]] = []
         for rate in [0.0, *args.corruption]:
             url = stack.enter_context(run_mock_server(MockConfig(data=[data], corruption_rate=rate)))
@@ -97,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             models.append((args.model, lambda: build_backend(args.model, args.model_base_url,
                                                              args.model_api_key)))
         for name, make in models:
-            outcomes = asyncio.run(run_arm(tasks, name, make(), args.budget, args.samples))
+            outcomes = asyncio.run(run_arm(tasks, args.domain, name, make(), args.budget, args.samples))
             per_task[name] = outcomes
             results.append((name, summarize(base), summarize(outcomes)))
             print(f"  {name}: done ({time.monotonic() - started:.0f} s)", flush=True)

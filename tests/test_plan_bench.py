@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from agentworld.domains.terminal.futile import TASKS
 from agentworld.endpoints import build_backend
 from agentworld.envs.sandbox import missing_tools
 from agentworld.io import atomic_write_jsonl
 from agentworld.plan.bench import record_truth, run_task, summarize, truth_rows
-from agentworld.plan.futile import TASKS
 from agentworld.schema import load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
@@ -54,3 +54,12 @@ def test_the_planner_avoids_the_futile_actions_only_with_a_faithful_world_model(
     assert alone == {"tasks": 2, "solved": 0, "real_steps": 2, "wasted": 2, "futile": 2}
     assert truth == {"tasks": 2, "solved": 2, "real_steps": 2, "wasted": 0, "futile": 0}
     assert wrong["futile"] > truth["futile"] and wrong["solved"] < truth["solved"]
+
+
+def test_the_tasks_come_from_the_domain_plugin_and_a_domain_without_them_is_named() -> None:
+    from agentworld.errors import AgentWorldError
+    from agentworld.plan.bench import plan_suite
+
+    assert plan_suite("terminal").tasks == TASKS
+    with pytest.raises(AgentWorldError, match=r"domain 'search' ships no futile-action tasks; these do: terminal"):
+        plan_suite("search")

@@ -118,6 +118,10 @@ class DomainPlugin:
         probes: reference to ``generate(seed: int, variants: int) -> list[Probe]``
             (:mod:`agentworld.domains.probes`): the domain's rule-checked probes for ``agentworld eval
             probes`` (None: the domain has none).
+        prediction_tasks: reference to ``() -> Iterable[dict]``: tasks (``id``, ``setup``, ``steps``)
+            whose steps ``agentworld eval agent-predictions`` runs for real (None: none built in).
+        plan_tasks: reference to a :class:`agentworld.domains.plan_tasks.PlanSuite`: tasks whose
+            obvious action fails for real, which the planner benchmark runs (None: none).
         gui: observations are screens of a graphical UI (accessibility trees): a screen unchanged after
             an action usually means the UI had not caught up, so the data pipeline drops such turns
             (:func:`agentworld.data.process.drop_no_change`); elsewhere an unchanged screen is information.
@@ -143,6 +147,8 @@ class DomainPlugin:
     faults: str | None = None
     error_patterns: tuple[str, ...] = COMMON_ERRORS
     probes: str | None = None
+    prediction_tasks: str | None = None
+    plan_tasks: str | None = None
     gui: bool = False
     extra: dict[str, str] | None = None
     """Further references a domain exposes beyond the fields above."""

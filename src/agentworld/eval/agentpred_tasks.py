@@ -4,7 +4,7 @@ A task is one episode in a domain's real environment: ``setup`` actions run firs
 agent, not scored), then either the fixed ``steps`` (the agent only predicts what each will show) or,
 with a ``goal`` and no steps, up to ``max_steps`` actions the agent chooses itself. Actions are in the
 domain's own format (terminal: a keystroke list), checked with the domain's action parser before
-anything runs. Built-in tasks come from each domain's plugin (``extra["prediction_tasks"]``: the
+anything runs. Built-in tasks come from each domain's plugin (``prediction_tasks``: the
 terminal's held-out scenarios), so nothing here knows a domain by name.
 
 Tasks file (JSONL, one object a line)::
@@ -144,7 +144,7 @@ def load_tasks(path: Path) -> list[PredictionTask]:
 
 
 def builtin_tasks(domains: Iterable[str] = ()) -> list[PredictionTask]:
-    """The held-out tasks every real domain's plugin offers (``extra["prediction_tasks"]``).
+    """The held-out tasks every real domain's plugin offers (``prediction_tasks``).
 
     Raises:
         AgentWorldError: a domain asked for that offers none.
@@ -152,7 +152,7 @@ def builtin_tasks(domains: Iterable[str] = ()) -> list[PredictionTask]:
     from agentworld.domains.base import resolve
 
     wanted = set(domains)
-    offering = {name: p for name, p in _real_domains().items() if (p.extra or {}).get("prediction_tasks")}
+    offering = {name: p for name, p in _real_domains().items() if p.prediction_tasks}
     missing = sorted(wanted - set(offering))
     if missing:
         raise AgentWorldError(f"no built-in prediction tasks for {', '.join(missing)} (built-in: "
@@ -162,6 +162,6 @@ def builtin_tasks(domains: Iterable[str] = ()) -> list[PredictionTask]:
         if wanted and name not in wanted:
             continue
         source = f"built-in {name} tasks"
-        for item in resolve((found.extra or {})["prediction_tasks"])():
+        for item in resolve(found.prediction_tasks or "")():
             parsed.append((parse_task(item, path=source, line=None), source, None))
     return _unique(parsed)

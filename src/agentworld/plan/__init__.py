@@ -1,8 +1,9 @@
 """Predict before acting: imagine candidate actions on forks of a live episode, score them, act on the best.
 
 See :mod:`agentworld.plan.planner` (the planner), :mod:`agentworld.plan.scorers` (judge and rule
-scorers), :mod:`agentworld.plan.agents` (who proposes and continues), :mod:`agentworld.plan.futile`
-(the futile-action terminal tasks the planner is measured on) and ``agentworld plan`` (a quick look).
+scorers), :mod:`agentworld.plan.agents` (who proposes and continues), :mod:`agentworld.plan.bench`
+(measuring it on a domain's futile-action tasks, ``DomainPlugin.plan_tasks``) and ``agentworld plan``
+(a quick look).
 Exports are imported on first use, so ``agentworld plan --help`` stays cheap.
 """
 

@@ -1,69 +1,65 @@
-"""Measure the planner on the futile-action tasks: real steps wasted and tasks solved, with and without it.
+"""Measure the planner on a domain's futile-action tasks: real steps wasted, tasks solved, with and without.
 
 Why real execution on both sides: what a planner saves is steps that fail *for real*, so every
-arm runs its chosen actions in a fresh sandbox through the episode's router, and success is
-checked on that sandbox afterwards (:mod:`agentworld.plan.futile`). The world models the planner
-imagines with are the caller's; :func:`record_truth` and :func:`truth_rows` give the mock server
-what it needs to replay ground truth: every candidate's real screen, under the exact messages the
-planner's forks send (captured from a run against a scripted model that answers the recorded truth).
+arm runs its chosen actions in a fresh real environment through the episode's router, and success
+is checked on that environment afterwards. The tasks, their environments and their success checks
+are the domain's (``DomainPlugin.plan_tasks``, a :class:`~agentworld.domains.plan_tasks.PlanSuite`;
+the terminal ships eleven). The world models the planner imagines with are the caller's;
+:func:`record_truth` and :func:`truth_rows` give the mock server what it needs to replay ground
+truth: every candidate's real observation, under the exact messages the planner's forks send
+(captured from a run against a scripted model that answers the recorded truth).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.domains.actions import PROMPT_RE
+from agentworld.domains import DEFAULT_DOMAIN
+from agentworld.domains.base import plugin, plugins, resolve
 from agentworld.domains.hooks import domain_actions
+from agentworld.domains.plan_tasks import PlanSuite
+from agentworld.errors import AgentWorldError
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.plan.agents import ScriptedAgent
-from agentworld.plan.futile import FutileTask
 from agentworld.plan.planner import Planner
-from agentworld.plan.scorers import RuleScorer
+from agentworld.plan.scorers import RuleCheck, RuleScorer
 from agentworld.sim.router import Router
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import WorldSpec
 
-__all__ = ["Outcome", "record_truth", "run_task", "summarize", "truth_rows"]
+__all__ = ["Outcome", "plan_suite", "record_truth", "run_task", "summarize", "task_rule", "truth_rows"]
 
-DOMAIN = "terminal"
 SEED = 0
-CHECK_MARK = "CHECK_$((6*7))"
-"""Printed by the success check; the screen shows ``CHECK_42`` only if it ran (the echo shows the $)."""
 
 
-def open_task_environment(task: FutileTask, seed: int = SEED, **options: Any) -> Any:
-    """A fresh sandboxed terminal with the task's setup done and the screen cleared."""
-    from agentworld.domains.terminal.env import open_environment
-
-    env = open_environment(seed, **options)
-    env.initial_observation()
-    env.step([{"keystrokes": f"{task.setup}; clear\n", "duration": 10.0}])
-    return env
-
-
-def solved(task: FutileTask, env: Any, observations: Sequence[str]) -> bool:
-    """The real success check: back at the prompt, ``expect`` shown as a line, ``check`` succeeds."""
-    actions = domain_actions(DOMAIN)
-    lines = (observations[-1].rstrip().splitlines() or [""]) if observations else [""]
-    if not actions.is_prompt_line(lines[-1]):
-        return False
-    shown = {line.strip() for text in observations for line in text.splitlines() if not PROMPT_RE.match(line)}
-    if task.expect and task.expect not in shown:
-        return False
-    screen = env.step([{"keystrokes": f"{{ {task.check}; }} >/dev/null 2>&1 && echo {CHECK_MARK}\n",
-                        "duration": 5.0}])
-    return any(line.strip() == "CHECK_42" for line in screen.splitlines())
+def plan_suite(domain: str = DEFAULT_DOMAIN) -> PlanSuite:
+    """The futile-action tasks ``domain`` ships (its plugin's ``plan_tasks``)."""
+    found = plugin(domain)
+    if found is None or not found.plan_tasks:
+        offering = sorted(name for name, p in plugins().items() if p.plan_tasks)
+        raise AgentWorldError(f"domain {domain!r} ships no futile-action tasks; these do: "
+                              f"{', '.join(offering)}")
+    suite = resolve(found.plan_tasks)
+    if not isinstance(suite, PlanSuite):
+        raise AgentWorldError(f"{found.plan_tasks} is not a PlanSuite")
+    return suite
 
 
-def record_truth(task: FutileTask, seed: int = SEED) -> list[str]:
-    """Every candidate's real screen, each run in a fresh sandbox after the setup."""
+def task_rule(task: Any) -> RuleCheck:
+    """The rule the planner scores imagined observations by: no error shown, back at the prompt."""
+    return RuleCheck(errors=tuple(task.errors), end_at_prompt=True)
+
+
+def record_truth(task: Any, domain: str = DEFAULT_DOMAIN, seed: int = SEED) -> list[str]:
+    """Every candidate's real observation, each run in a fresh environment after the setup."""
+    suite = plan_suite(domain)
     screens = []
     for candidate in task.candidates:
-        env = open_task_environment(task, seed)
+        env = suite.open_environment(task, seed)
         try:
             screens.append(env.step(candidate.action()))
         finally:
@@ -71,14 +67,15 @@ def record_truth(task: FutileTask, seed: int = SEED) -> list[str]:
     return screens
 
 
-def truth_rows(task: FutileTask, screens: Sequence[str], seed: int = SEED) -> list[dict[str, Any]]:
+def truth_rows(task: Any, screens: Sequence[str], domain: str = DEFAULT_DOMAIN,
+               seed: int = SEED) -> list[dict[str, Any]]:
     """AgentWorldBench rows whose messages are exactly what the planner's forks send, with the real screens.
 
     The messages are captured from a plan against a scripted model that answers each candidate's
     recorded screen, so the rows stay right whatever the simulator puts in its prompt.
     """
-    actions = domain_actions(DOMAIN)
-    spec = WorldSpec(domain=DOMAIN)
+    actions = domain_actions(domain)
+    spec = WorldSpec(domain=domain)
     initial = actions.initial_observation(spec, seed)
     by_text = {actions.render(actions.parse(c.action()), initial): screen
                for c, screen in zip(task.candidates, screens, strict=True)}
@@ -92,7 +89,7 @@ def truth_rows(task: FutileTask, screens: Sequence[str], seed: int = SEED) -> li
     async def capture() -> None:
         sim = Simulator(ScriptedBackend(default=answer))
         await sim.areset(spec, seed=seed)
-        await Planner(RuleScorer(task.rule), k=len(task.candidates)).aplan(
+        await Planner(RuleScorer(task_rule(task)), k=len(task.candidates)).aplan(
             sim, [c.action() for c in task.candidates])
 
     asyncio.run(capture())
@@ -101,7 +98,7 @@ def truth_rows(task: FutileTask, screens: Sequence[str], seed: int = SEED) -> li
         system, *turns = request.messages
         prompt = [m.content for m in turns if m.role == "user"]
         response = [m.content for m in turns if m.role == "assistant"] + [by_text[prompt[-1]]]
-        rows.append({"task": f"plan/{DOMAIN}", "id": f"plan-{task.name}-{i}", "system_str": system.content,
+        rows.append({"task": f"plan/{domain}", "id": f"plan-{task.name}-{i}", "system_str": system.content,
                      "prompt": prompt, "response": response, "turn_idx": len(prompt)})
     return rows
 
@@ -123,17 +120,18 @@ class Outcome:
         return self.real_steps - int(self.solved)
 
 
-async def run_task(task: FutileTask, arm: str, model: ChatBackend | None, *, budget: int = 1,
-                   samples: int = 1, opener: Callable[..., Any] = open_task_environment) -> Outcome:
+async def run_task(task: Any, arm: str, model: ChatBackend | None, *, domain: str = DEFAULT_DOMAIN,
+                   budget: int = 1, samples: int = 1) -> Outcome:
     """Run ``task`` for real: the agent's candidates in its order (``model`` None) or the planner's.
 
     The scripted agent proposes the futile candidate first; it takes candidates in order until the
     task is solved or ``budget`` real steps are spent.
     """
+    suite = plan_suite(domain)
     opened: list[Any] = []
 
     def factory(seed: int, **options: Any) -> Any:
-        opened.append(opener(task, seed, **options))
+        opened.append(suite.open_environment(task, seed, **options))
         return opened[-1]
 
     router = Router("real", environment_factory=factory)
@@ -141,10 +139,10 @@ async def run_task(task: FutileTask, arm: str, model: ChatBackend | None, *, bud
     actions = [c.action() for c in task.candidates]
     order = list(range(len(actions)))
     try:
-        await sim.areset(WorldSpec(domain=DOMAIN), seed=SEED)
+        await sim.areset(WorldSpec(domain=domain), seed=SEED)
         if model is not None:
-            planner = Planner(RuleScorer(task.rule), agent=ScriptedAgent(tuple(actions)), k=len(actions),
-                              samples=samples)
+            planner = Planner(RuleScorer(task_rule(task)), agent=ScriptedAgent(tuple(actions)),
+                              k=len(actions), samples=samples)
             plan = await planner.aplan(sim)
             order = [c.index for c in plan.ranked]
         screens: list[str] = []
@@ -152,7 +150,7 @@ async def run_task(task: FutileTask, arm: str, model: ChatBackend | None, *, bud
         for index in order[:budget]:
             screens.append((await sim.astep(actions[index])).observation)
             futile += int(not task.candidates[index].works)
-            done = await asyncio.to_thread(solved, task, opened[-1], screens[-1:])
+            done = await asyncio.to_thread(suite.solved, task, opened[-1], screens[-1:])
             if done:
                 break
         return Outcome(task=task.name, arm=arm, real_steps=len(screens), futile_steps=futile, solved=done,

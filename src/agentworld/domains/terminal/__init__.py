@@ -22,6 +22,7 @@ PLUGIN = DomainPlugin(
     ledger="agentworld.domains.terminal.ledger:open_ledger",
     faults="agentworld.domains.terminal.faults:render_fault",
     error_patterns=COMMON_ERRORS + SHELL_ERRORS,
-    extra={"prediction_tasks": "agentworld.domains.terminal.prediction_tasks:heldout_tasks"},
+    prediction_tasks="agentworld.domains.terminal.prediction_tasks:heldout_tasks",
+    plan_tasks="agentworld.domains.terminal.futile:SUITE",
     probes="agentworld.domains.terminal.probes:generate",
 )

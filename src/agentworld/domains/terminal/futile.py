@@ -12,12 +12,18 @@ back at its prompt, the output must show ``expect`` and the shell command ``chec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.plan.scorers import RuleCheck
+from agentworld.domains.actions import PROMPT_RE
+from agentworld.domains.plan_tasks import PlanSuite
 
-__all__ = ["TASKS", "Candidate", "FutileTask", "task_rule"]
+__all__ = ["SUITE", "TASKS", "Candidate", "FutileTask", "open_task_environment", "solved"]
+
+SEED = 0
+CHECK_MARK = "CHECK_$((6*7))"
+"""Printed by the success check; the screen shows ``CHECK_42`` only if it ran (the echo shows the $)."""
 
 
 @dataclass(frozen=True)
@@ -45,15 +51,6 @@ class FutileTask:
     check: str = "true"
     errors: tuple[str, ...] = ()
     """Failure patterns of this task's imagined screens besides the terminal's own."""
-
-    @property
-    def rule(self) -> RuleCheck:
-        return task_rule(self)
-
-
-def task_rule(task: FutileTask) -> RuleCheck:
-    """The rule the planner scores imagined screens by: no error shown, back at the prompt."""
-    return RuleCheck(errors=task.errors, end_at_prompt=True)
 
 
 _WHEEL = ("python3 -c \"import zipfile; z = zipfile.ZipFile('greet-0.1-py3-none-any.whl', 'w'); "
@@ -110,3 +107,32 @@ TASKS: tuple[FutileTask, ...] = (
                expect="1267650600228229401496703205376"),
 )
 """The futile-action task set (11 tasks): each candidate's real outcome is checked by ``bench``."""
+
+
+def open_task_environment(task: FutileTask, seed: int = SEED, **options: Any) -> Any:
+    """A fresh sandboxed terminal with the task's setup done and the screen cleared."""
+    from agentworld.domains.terminal.env import open_environment
+
+    env = open_environment(seed, **options)
+    env.initial_observation()
+    env.step([{"keystrokes": f"{task.setup}; clear\n", "duration": 10.0}])
+    return env
+
+
+def solved(task: FutileTask, env: Any, observations: Sequence[str]) -> bool:
+    """The real success check: back at the prompt, ``expect`` shown as a line, ``check`` succeeds."""
+    from agentworld.domains.terminal.actions import ACTIONS
+
+    lines = (observations[-1].rstrip().splitlines() or [""]) if observations else [""]
+    if not ACTIONS.is_prompt_line(lines[-1]):
+        return False
+    shown = {line.strip() for text in observations for line in text.splitlines() if not PROMPT_RE.match(line)}
+    if task.expect and task.expect not in shown:
+        return False
+    screen = env.step([{"keystrokes": f"{{ {task.check}; }} >/dev/null 2>&1 && echo {CHECK_MARK}\n",
+                        "duration": 5.0}])
+    return any(line.strip() == "CHECK_42" for line in screen.splitlines())
+
+
+SUITE = PlanSuite(tasks=TASKS, open_environment=open_task_environment, solved=solved)
+"""What the planner benchmark runs for the terminal (``DomainPlugin.plan_tasks``)."""
