@@ -54,6 +54,8 @@ COMMANDS: dict[str, LazyCommand] = {
                          "with a generator model."),
     "shell": LazyCommand("agentworld.serve.shell_cli:app", "Type into a simulated terminal or MCP server and "
                          "see what it answers."),
+    "optimize": LazyCommand("agentworld.optimize.cli:app", "Optimise the world model's system prompts "
+                            "(propose, evaluate, refine; a validation split decides)."),
     "mock-server": LazyCommand("agentworld.serve.serve_cli:app", "Old name of 'serve mock'.", sub="mock",
                                hidden=True),
     "rollout": LazyCommand("agentworld.train.cli:app", "Old name of 'train rollout'.", sub="rollout",
