@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from agentworld.cli import app
+from agentworld.data.types import TrainSample
 from agentworld.domains.registry import DOMAINS
+from agentworld.errors import DataError
 from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest
 from agentworld.models.cache import response_key
@@ -28,6 +31,8 @@ from agentworld.optimize import split_samples
 from agentworld.optimize.proposal import ProposalError, parse_revision
 from agentworld.schema import Message, load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server
+from agentworld.train.config import SFTConfig
+from agentworld.train.sft import sft_rows, system_variants
 from serving import chat_server
 from test_eval_helpers import bench_rows, write_bench
 
@@ -251,3 +256,33 @@ def test_resume_refuses_changed_settings_but_may_add_rounds(tmp_path: Path) -> N
     assert len(optimizer.requests) == 2
     summary = json.loads((out / "summary.json").read_text())["domains"]["terminal"]
     assert [v["parent"] for v in summary["variants"]] == [None, 0, 1]
+
+
+def _train_sample(domain: str, n: int) -> TrainSample:
+    return TrainSample(id=f"{domain}{n}-t1", trajectory_id=f"{domain}{n}", turn=1, domain=domain,
+                       system="row prompt", action=f"echo {n}", observation=f"{n}", total_turns=1)
+
+
+def test_sft_trains_on_the_stored_variants(tmp_path: Path) -> None:
+    data, out = _data(tmp_path), tmp_path / "opt"
+    ids = {s.id for s in load_samples([data])}
+    with servers(WorldStub(data, good=ids), OptimizerStub(add_marker)) as (w, o):
+        assert CliRunner().invoke(app, _args(data, w, o, out, "--rounds", "1")).exit_code == 0
+    stored = [(out / f"variants/terminal/v{n}.txt").read_text() for n in (0, 1)]
+    config_file = tmp_path / "sft.yaml"
+    config_file.write_text("model: m\noutput_dir: run\nsystem_prompts_from: opt\n")
+    config = SFTConfig.load(config_file)
+    assert config.system_prompts_from == out
+    samples = [_train_sample("terminal", n) for n in range(3)] + [_train_sample("mcp", 0)]
+    rows = sft_rows(samples, config)
+    terminal = [r for r in rows if r["sample_id"].startswith("terminal")]
+    assert [r["prompt"][0]["content"] for r in terminal] == stored * 3
+    assert [r["variant"] for r in terminal] == [0, 1] * 3
+    mcp = {r["prompt"][0]["content"] for r in rows if r["sample_id"].startswith("mcp")}
+    assert mcp == set(system_variants(DOMAINS["mcp"].system_prompt, config.variants))
+    capped = sft_rows(samples[:1], config.model_copy(update={"variants": 1}))
+    assert [r["prompt"][0]["content"] for r in capped] == stored[:1]
+    with pytest.raises(DataError, match=r"no variants/<domain>/vN\.txt files"):
+        sft_rows(samples, config.model_copy(update={"system_prompts_from": tmp_path / "data"}))
+    with pytest.raises(ValidationError, match="system_prompt or system_prompts_from, not both"):
+        SFTConfig(model="m", output_dir=tmp_path, system_prompt="x", system_prompts_from=out)
