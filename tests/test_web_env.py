@@ -108,9 +108,10 @@ def test_action_text_round_trip_and_placeholders() -> None:
 def test_bad_scenarios_name_line_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "s.jsonl"
     bad.write_text('{"name": "ok", "actions": ["noop()"]}\n{"name": "x", "actions": [], "start": "/"}\n')
-    with pytest.raises(DataError, match=r"line 2: actions must be a non-empty list") as info:
+    with pytest.raises(DataError, match=r"s\.jsonl:2, sample 'x', field 'actions': actions must be "
+                                         r"a non-empty list") as info:
         load_web_scenarios(bad)
-    assert info.value.field == "actions" and str(bad) in str(info.value)
+    assert info.value.field == "actions" and info.value.line == 2 and str(bad) in str(info.value)
 
 
 def test_plugin_references_resolve() -> None:

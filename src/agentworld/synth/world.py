@@ -211,25 +211,10 @@ def load_world(directory: str | Path) -> World:
 
 def load_tasks(path: Path) -> list[Task]:
     """Tasks from a JSONL file (ids unique; blank lines skipped)."""
-    tasks: list[Task] = []
-    seen: set[str] = set()
-    for number, line in enumerate(_read(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(path), line=number) from None
-        sample = row.get("id") if isinstance(row, dict) and isinstance(row.get("id"), str) else None
-        try:
-            task = Task.model_validate(row)
-        except ValidationError as exc:
-            raise _located(exc, path, number, sample) from None
-        if task.id in seen:
-            raise DataError("duplicate task id", path=str(path), line=number, sample_id=task.id, field="id")
-        seen.add(task.id)
-        tasks.append(task)
-    return tasks
+    from agentworld.domains.records_file import read_records, validated
+
+    return read_records(path, lambda item, line: validated(Task, item, path=path, line=line, key="id"),
+                        lambda t: t.id, what="task", key="id", allow_empty=True, max_bytes=MAX_FILE_BYTES)
 
 
 def save_world(world: World, directory: str | Path) -> Path:

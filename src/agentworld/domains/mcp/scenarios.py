@@ -13,12 +13,11 @@ folder as ``/workspace``. A call may fail on purpose: its error is what gets rec
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.errors import DataError
 
@@ -73,36 +72,13 @@ def load_scenarios(path: str | Path) -> list[McpScenario]:
         DataError: naming the file, line, scenario and field.
     """
     from agentworld.domains.mcp.servers import PRESETS
+    from agentworld.domains.records_file import read_records, validated
 
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise DataError(f"cannot read the scenario file: {exc.strerror}", path=str(path)) from exc
-    out: list[McpScenario] = []
-    seen: set[str] = set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except ValueError as exc:
-            raise DataError(f"not JSON: {exc}", path=str(path), line=number) from exc
-        sample = raw.get("name") if isinstance(raw, dict) and isinstance(raw.get("name"), str) else None
-        try:
-            scenario = McpScenario.model_validate(raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or None
-            raise DataError(err["msg"], path=str(path), line=number, field=where, sample_id=sample) from exc
+    def parse(item: Any, line: int | None) -> McpScenario:
+        scenario = validated(McpScenario, item, path=path, line=line)
         if scenario.server not in PRESETS:
             raise DataError(f"unknown server {scenario.server!r}; known: {', '.join(PRESETS)}",
-                            path=str(path), line=number, field="server", sample_id=scenario.name)
-        if scenario.name in seen:
-            raise DataError("duplicate scenario name", path=str(path), line=number, field="name",
-                            sample_id=scenario.name)
-        seen.add(scenario.name)
-        out.append(scenario)
-    if not out:
-        raise DataError("the scenario file holds no scenarios", path=str(path))
-    return out
+                            path=str(path), line=line, field="server", sample_id=scenario.name)
+        return scenario
+
+    return read_records(path, parse, lambda s: s.name)

@@ -10,7 +10,6 @@ run keeps what it finished; ``--resume`` continues it).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -74,31 +73,11 @@ def load_search_scenarios(path: str | Path) -> list[SearchScenario]:
     Raises:
         DataError: naming the file, the line or scenario index, and the bad field.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise DataError("no such scenario file", path=str(file))
-    try:
-        text = file.read_text(encoding="utf-8")
-        if file.suffix == ".jsonl":
-            items: list[tuple[int | None, Any]] = [
-                (n, json.loads(raw)) for n, raw in enumerate(text.splitlines(), 1) if raw.strip()]
-        else:
-            data = json.loads(text)
-            items = [(None, item) for item in data] if isinstance(data, list) else []
-    except json.JSONDecodeError as exc:
-        raise DataError(f"malformed JSON: {exc}", path=str(file)) from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text: {exc}", path=str(file)) from None
-    if not items:
-        raise DataError("expected a non-empty JSON list (or JSONL file) of scenarios", path=str(file))
-    out: list[SearchScenario] = []
-    for i, (line, item) in enumerate(items):
-        scenario = _parse(item, path=str(file), line=line, index=i)
-        if any(s.name == scenario.name for s in out):
-            raise DataError(f"scenario {i}: duplicate name", path=str(file), line=line,
-                            sample_id=scenario.name, field="name")
-        out.append(scenario)
-    return out
+    from agentworld.domains.records_file import read_records
+
+    count = iter(range(1 << 62))
+    return read_records(path, lambda item, line: _parse(item, path=str(path), line=line, index=next(count)),
+                        lambda s: s.name, json_list=True)
 
 
 def record_rows(scenario: SearchScenario, env: Any, *, system_prompt: str,

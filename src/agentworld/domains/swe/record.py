@@ -15,7 +15,6 @@ Scenario file (JSON Lines, one scenario per line)::
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -60,7 +59,7 @@ def scenarios_dir() -> Path:
     return Path(str(resources.files("agentworld.domains.swe") / "scenarios"))
 
 
-def _parse(item: Any, *, path: str, line: int) -> SweScenario:
+def _parse(item: Any, *, path: str, line: int | None) -> SweScenario:
     from agentworld.domains.swe.repos import REPOSITORIES
 
     name = item.get("name") if isinstance(item, dict) else None
@@ -96,25 +95,9 @@ def load_swe_scenarios(path: str | Path) -> list[SweScenario]:
     Raises:
         DataError: naming the file, line and bad field.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise DataError("no such scenario file", path=str(file))
-    out: list[SweScenario] = []
-    for n, text in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            item = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(file), line=n) from None
-        scenario = _parse(item, path=str(file), line=n)
-        if any(s.name == scenario.name for s in out):
-            raise DataError("duplicate scenario name", path=str(file), line=n, sample_id=scenario.name,
-                            field="name")
-        out.append(scenario)
-    if not out:
-        raise DataError("the scenario file holds no scenarios", path=str(file))
-    return out
+    from agentworld.domains.records_file import read_records
+
+    return read_records(path, lambda item, line: _parse(item, path=str(path), line=line), lambda s: s.name)
 
 
 def normalise(text: str) -> str:

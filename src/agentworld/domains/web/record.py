@@ -14,7 +14,6 @@ with an empty shop. Rows are appended one trajectory at a time (``--resume`` con
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -51,51 +50,40 @@ def builtin_scenarios(split: str = "train") -> Path:
     return Path(str(resources.files("agentworld.domains.web") / "scenarios" / f"{split}.jsonl"))
 
 
+def _parse(item: Any, *, path: str, line: int | None) -> WebScenario:
+    name = item.get("name") if isinstance(item, dict) else None
+
+    def fail(message: str, fld: str | None = None) -> DataError:
+        return DataError(message, path=path, line=line, field=fld,
+                         sample_id=name if isinstance(name, str) else None)
+
+    if not isinstance(item, dict):
+        raise fail("expected an object")
+    if unknown := sorted(set(item) - {"name", "start", "seed", "actions", "description"}):
+        raise fail(f"unknown keys {unknown}", unknown[0])
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise fail("name must be a non-empty string of letters, digits, '.', '_' or '-'", "name")
+    actions = item.get("actions")
+    if not isinstance(actions, list) or not actions or not all(isinstance(a, str) and a.strip()
+                                                                for a in actions):
+        raise fail("actions must be a non-empty list of BrowserGym calls (strings)", "actions")
+    start, seed = item.get("start", "/"), item.get("seed", 0)
+    if not isinstance(start, str) or not (start.startswith("/") or start.startswith("miniwob/")):
+        raise fail("start must be a path (/...) or miniwob/<task>", "start")
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
+        raise fail("seed must be a non-negative integer", "seed")
+    return WebScenario(name=name, actions=tuple(actions), start=start, seed=seed)
+
+
 def load_web_scenarios(path: str | Path) -> list[WebScenario]:
     """Read a scenario JSONL file; names must be unique.
 
     Raises:
         DataError: naming the file, line, scenario and field.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise DataError("no such scenario file", path=str(file))
-    out: list[WebScenario] = []
-    for line_no, line in enumerate(file.read_text("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{line_no}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"line {line_no}: malformed JSON: {exc.msg}", path=str(file)) from None
-        name = item.get("name") if isinstance(item, dict) else None
+    from agentworld.domains.records_file import read_records
 
-        def fail(message: str, fld: str, sample: Any = name, line_no: int = line_no) -> DataError:
-            return DataError(f"line {line_no}: {message}", path=str(file), field=fld,
-                             sample_id=sample if isinstance(sample, str) else None)
-
-        if not isinstance(item, dict):
-            raise DataError(f"line {line_no}: expected an object", path=where)
-        if unknown := sorted(set(item) - {"name", "start", "seed", "actions", "description"}):
-            raise fail(f"unknown keys {unknown}", unknown[0])
-        if not isinstance(name, str) or not NAME_RE.match(name):
-            raise fail("name must be a non-empty string of letters, digits, '.', '_' or '-'", "name")
-        actions = item.get("actions")
-        if not isinstance(actions, list) or not actions or not all(isinstance(a, str) and a.strip()
-                                                                    for a in actions):
-            raise fail("actions must be a non-empty list of BrowserGym calls (strings)", "actions")
-        start, seed = item.get("start", "/"), item.get("seed", 0)
-        if not isinstance(start, str) or not (start.startswith("/") or start.startswith("miniwob/")):
-            raise fail("start must be a path (/...) or miniwob/<task>", "start")
-        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
-            raise fail("seed must be a non-negative integer", "seed")
-        if any(s.name == name for s in out):
-            raise fail("duplicate name", "name")
-        out.append(WebScenario(name=name, actions=tuple(actions), start=start, seed=seed))
-    if not out:
-        raise DataError("the scenario file holds no scenarios", path=str(file))
-    return out
+    return read_records(path, lambda item, line: _parse(item, path=str(path), line=line), lambda s: s.name)
 
 
 def resolve_placeholders(action: str, page: str) -> str:
