@@ -121,6 +121,8 @@ def test_a_revision_that_improves_only_the_training_split_is_not_the_winner(tmp_
     assert record["parent"] == 0 and record["round"] == 1 and f"+{MARKER}" in record["diff_to_parent"]
     asked = optimizer.requests[0]["messages"][1]["content"]
     assert "```diff" in asked and "-t" in asked and "+bash: command not found" in asked
+    validation = [s for s in load_samples([data]) if s.id not in _train_ids(data)]
+    assert validation and not [s.id for s in validation if s.action in asked]
 
 
 def test_a_revision_that_also_improves_validation_wins(tmp_path: Path) -> None:

@@ -64,9 +64,16 @@ def samples_block(worst: list[SampleScore], by_id: dict[str, BenchSample], budge
 
 
 def optimizer_request(current: str, worst: list[SampleScore], by_id: dict[str, BenchSample], *,
-                      model: str, budget: int, max_tokens: int, temperature: float) -> ChatRequest:
-    """The request asking the optimizer to revise ``current`` given its worst samples."""
-    user = (f"# Current system prompt\n\n<current_prompt>\n{current}\n</current_prompt>\n\n"
+                      model: str, budget: int, max_tokens: int, temperature: float,
+                      history: tuple[str, ...] = ()) -> ChatRequest:
+    """The request asking the optimizer to revise ``current`` given its worst samples.
+
+    ``history`` lines tell it how earlier revisions fared on the training split (never on validation,
+    which must stay unseen) and which proposals failed, so it does not repeat them.
+    """
+    earlier = ("# Earlier variants (training-split score, 0-100)\n\n" + "\n".join(history) + "\n\n"
+               if history else "")
+    user = (f"# Current system prompt\n\n<current_prompt>\n{current}\n</current_prompt>\n\n{earlier}"
             f"# Worst-scored samples\n\n{samples_block(worst, by_id, budget)}\n\n"
             f"Write the complete revised system prompt inside <{TAG}>...</{TAG}>.")
     return ChatRequest(messages=(Message(role="system", content=SYSTEM), Message(role="user", content=user)),

@@ -128,10 +128,20 @@ class DomainRun:
         worst = self.scores[(parent.version, "train")].worst(self.c.worst)
         request = optimizer_request(parent.prompt, worst, self.by_id, model=self.c.optimizer_model,
                                     budget=self.c.diff_chars, max_tokens=self.c.optimizer_max_tokens,
-                                    temperature=self.c.optimizer_temperature)
+                                    temperature=self.c.optimizer_temperature, history=self._history(parent))
         attempt = (rnd - 1) * self.c.candidates + candidate
         result, _ = await self.ctx.cache.call(self.ctx.optimizer, request, attempt)
         return result.content
+
+    def _history(self, current: Variant) -> tuple[str, ...]:
+        """How each variant fared on training, and the failed proposals (shown to the optimizer)."""
+        lines = []
+        for v in self.variants:
+            train = self.scores[(v.version, "train")].score
+            origin = "the shipped prompt" if v.parent is None else f"revision of v{v.parent}"
+            lines.append(f"- v{v.version} ({origin}): {train:.1f}{' <- current' if v is current else ''}")
+        lines += [f"- round {f.round} proposal failed: {f.reason}" for f in self.failed if not f.retried]
+        return tuple(lines)
 
     def _accept(self, rnd: int, candidate: int, parent: Variant,
                 outcome: dict[str, Any] | str) -> Variant | None:
@@ -169,7 +179,7 @@ class DomainRun:
                 if not isinstance(outcome, BACKEND_ERRORS):
                     raise outcome
                 reason = redact_text(f"optimizer request failed: {type(outcome).__name__}: {outcome}")
-                self.failed.append(Failure(round=rnd, candidate=candidate, reason=reason))
+                self.failed.append(Failure(round=rnd, candidate=candidate, reason=reason, retried=True))
                 continue
             variant = self._accept(rnd, candidate, parent, outcome)
             if variant is not None:

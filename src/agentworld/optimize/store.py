@@ -44,6 +44,8 @@ class Failure(BaseModel):
     round: int
     candidate: int
     reason: str
+    retried: bool = False
+    """A failed request (not a bad reply): not journalled, so a resumed run asks again."""
 
 
 class VariantLine(BaseModel):
