@@ -115,6 +115,8 @@ def test_a_revision_that_improves_only_the_training_split_is_not_the_winner(tmp_
     assert v1["train"] > v0["train"] and v1["val"] == v0["val"]
     assert summary["best_train"] == 1 and summary["winner"] == 0
     assert "terminal: winner v0" in result.output
+    assert summary["rows_with_own_prompt"] == 20
+    assert "20 of 20 rows carry a system prompt not built" in result.output
     assert (out / "variants/terminal/v0.txt").read_text() == DOMAINS["terminal"].system_prompt
     assert MARKER in (out / "variants/terminal/v1.txt").read_text()
     record = json.loads((out / "variants/terminal/v1.json").read_text())
@@ -187,7 +189,7 @@ def _wire_keys(body: dict[str, Any]) -> set[str]:
 
 def test_sigkill_mid_run_then_resume_sends_no_completed_request_again(tmp_path: Path) -> None:
     data, out = _data(tmp_path, trajectories=15), tmp_path / "out"
-    world, optimizer = WorldStub(data, good=_train_ids(data), delay_s=0.03), OptimizerStub(add_marker)
+    world, optimizer = WorldStub(data, good=_train_ids(data), delay_s=0.05), OptimizerStub(add_marker)
     with servers(world, optimizer) as (w, o):
         args = _args(data, w, o, out, "--rounds", "2", "--concurrency", "2")
         command = [sys.executable, "-m", "agentworld", *args]

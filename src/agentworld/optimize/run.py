@@ -21,7 +21,7 @@ from typing import Any
 
 from agentworld.errors import AgentWorldError
 from agentworld.eval.infer import BACKEND_ERRORS
-from agentworld.io import JsonlJournal
+from agentworld.io import JsonlJournal, read_journal
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 from agentworld.optimize.evaluate import Evaluation, Scorer
@@ -51,8 +51,6 @@ class Journal:
     evaluations: dict[tuple[str, int, str], Evaluation] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from agentworld.io import read_journal
-
         for row in read_journal(self.path) if self.path.exists() else []:
             if not isinstance(row, dict):
                 continue
@@ -200,8 +198,11 @@ class DomainRun:
         return lines
 
     def summary(self) -> DomainSummary:
+        head = self.variants[0].prompt.rstrip()
+        own = sum(1 for s in self.by_id.values() if not s.system_str.startswith(head))
         return DomainSummary(domain=self.domain, train_samples=len(self.split.train),
-                             val_samples=len(self.split.val), winner=self.best("val"),
+                             val_samples=len(self.split.val), rows_with_own_prompt=own,
+                             winner=self.best("val"),
                              best_train=self.best("train"), variants=tuple(self._lines()),
                              failed=tuple(self.failed))
 

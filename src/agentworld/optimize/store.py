@@ -70,6 +70,8 @@ class DomainSummary(BaseModel):
     domain: str
     train_samples: int
     val_samples: int
+    rows_with_own_prompt: int = 0
+    """Rows whose system prompt is not built from the shipped one: each variant replaces it whole."""
     winner: int
     best_train: int
     variants: tuple[VariantLine, ...]
@@ -126,6 +128,10 @@ def render_table(summaries: list[DomainSummary]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     for s in summaries:
+        if s.rows_with_own_prompt:
+            total = s.train_samples + s.val_samples
+            lines.append(f"{s.domain}: {s.rows_with_own_prompt} of {total} rows carry a system prompt not "
+                         "built from the shipped one; each variant replaced it whole")
         lines += [f"{s.domain}: round {f.round} proposal {f.candidate + 1} failed: {f.reason}"
                   for f in s.failed]
     return "\n".join(lines)
