@@ -28,8 +28,9 @@ from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest
 from agentworld.models.cache import response_key
 from agentworld.optimize import split_samples
-from agentworld.optimize.proposal import ProposalError, parse_revision
-from agentworld.schema import Message, load_samples
+from agentworld.optimize.evaluate import SampleScore
+from agentworld.optimize.proposal import ProposalError, parse_revision, samples_block
+from agentworld.schema import BenchSample, Message, load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.train.config import SFTConfig
 from agentworld.train.sft import sft_rows, system_variants
@@ -156,6 +157,28 @@ def test_garbled_optimizer_replies_are_failed_proposals(tmp_path: Path) -> None:
     failed = [r for r in read_journal(out / "journal.jsonl") if r["event"] == "failed"]
     assert failed[0]["reply"] == "I would keep the prompt as it is."
     assert "round 2 proposal 1 failed: <revised_prompt> is never closed" in result.output
+
+
+def test_candidates_of_one_round_are_asked_separately(tmp_path: Path) -> None:
+    data, out = _data(tmp_path), tmp_path / "out"
+    optimizer = OptimizerStub(lambda _: "no idea", add_marker)
+    with servers(WorldStub(data, good=_train_ids(data)), optimizer) as (w, o):
+        result = CliRunner().invoke(app, _args(data, w, o, out, "--rounds", "1", "--candidates", "2"))
+    assert result.exit_code == 0, result.output
+    assert len(optimizer.requests) == 2 and optimizer.requests[0] == optimizer.requests[1]
+    summary = json.loads((out / "summary.json").read_text())["domains"]["terminal"]
+    assert [(f["round"], f["candidate"]) for f in summary["failed"]] == [(1, 0)]
+    assert json.loads((out / "variants/terminal/v1.json").read_text())["candidate"] == 1
+
+
+def test_the_samples_part_keeps_to_its_budget() -> None:
+    long = "**Environment Observation:**\n" + "\n".join(f"line {i} " * 20 for i in range(400))
+    samples = {f"s{i}": BenchSample(task="terminal", id=f"s{i}", prompt=["ls " * 500], response=[long])
+               for i in range(4)}
+    worst = [SampleScore(id=k, score=0.0, prediction="nothing") for k in samples]
+    block = samples_block(worst, samples, 2000)
+    assert len(block) <= 2000 + 4 * 10 and block.count("… [truncated]") == 8
+    assert block.count("```diff") == 4 and "-line 0" in block
 
 
 def test_parse_revision_limits() -> None:

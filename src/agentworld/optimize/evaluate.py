@@ -64,6 +64,9 @@ class Scorer:
     cache: ResponseCache
     domains: DomainRegistry
     gate: asyncio.Semaphore
+    """Slots for world-model requests."""
+    judge_gate: asyncio.Semaphore
+    """Slots for judge requests (as many again: neither endpoint waits for the other)."""
 
     def _settings(self) -> JudgeSettings:
         c = self.config
@@ -83,7 +86,7 @@ class Scorer:
         rule = score_rules(sample.domain, pred.prediction, sample.ground_truth, sample).overall
         rubric = None
         if self.judge is not None:
-            async with self.gate:
+            async with self.judge_gate:
                 row = await judge_sample(shown, pred.prediction, pred.raw, domain, self._settings(),
                                          self.judge, self.cache)
             rubric = judge_percent(row.rubric_total) if row.rubric_total is not None else None

@@ -113,7 +113,8 @@ async def _run(config: PromptOptConfig, splits: dict[str, Any], domains: DomainR
     cache = ResponseCache(config.out / "cache.jsonl", config.cache)
     journal = Journal(config.out / "journal.jsonl")
     scorer = Scorer(config=config, model=model, judge=judge, cache=cache, domains=domains,
-                    gate=asyncio.Semaphore(config.concurrency))
+                    gate=asyncio.Semaphore(config.concurrency),
+                    judge_gate=asyncio.Semaphore(config.concurrency))
     ctx = Context(out=config.out, scorer=scorer, optimizer=optimizer, cache=cache, journal=journal)
     summaries: list[DomainSummary] = []
     try:
