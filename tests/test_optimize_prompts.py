@@ -27,7 +27,8 @@ from agentworld.errors import DataError
 from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest
 from agentworld.models.cache import response_key
-from agentworld.optimize import split_samples
+from agentworld.models.scripted import ScriptedBackend
+from agentworld.optimize import PromptOptConfig, run_optimize, split_samples
 from agentworld.optimize.evaluate import SampleScore
 from agentworld.optimize.proposal import ProposalError, parse_revision, samples_block
 from agentworld.schema import BenchSample, Message, load_samples
@@ -35,7 +36,7 @@ from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.train.config import SFTConfig
 from agentworld.train.sft import sft_rows, system_variants
 from serving import chat_server
-from test_eval_helpers import bench_rows, write_bench
+from test_eval_helpers import bench_rows, echo_truth, write_bench
 
 MARKER = "Reproduce command output exactly."
 WRONG = "<predicted_observation>**Environment Observation:**\nbash: command not found\nroot@box:/app#" \
@@ -313,3 +314,19 @@ def test_sft_trains_on_the_stored_variants(tmp_path: Path) -> None:
         sft_rows(samples, config.model_copy(update={"system_prompts_from": tmp_path / "data"}))
     with pytest.raises(ValidationError, match="system_prompt or system_prompts_from, not both"):
         SFTConfig(model="m", output_dir=tmp_path, system_prompt="x", system_prompts_from=out)
+
+
+def test_python_api_with_scripted_backends(tmp_path: Path) -> None:
+    data, out = _data(tmp_path), tmp_path / "out"
+    model = ScriptedBackend(default=lambda r: echo_truth(r) if MARKER in r.messages[0].content else WRONG,
+                            name="world")
+    optimizer = ScriptedBackend([lambda r: add_marker(DOMAINS["terminal"].system_prompt)], name="optimizer")
+    config = PromptOptConfig(data=[data], out=out, model="world", optimizer_base_url="unused",
+                             optimizer_model="opt", rounds=1)
+    [summary] = run_optimize(config, model=model, optimizer=optimizer)
+    optimizer.assert_complete()
+    assert summary.winner == summary.best_train == 1
+    assert summary.line(1).val == summary.line(1).train == 100.0 > summary.line(0).val
+    asked = optimizer.calls[0].messages[1].content
+    assert "# Earlier variants (training-split score, 0-100)\n\n- v0 (the shipped prompt): " in asked
+    assert len(model.calls) == 2 * 20
