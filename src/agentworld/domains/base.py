@@ -115,6 +115,9 @@ class DomainPlugin:
             Default: the ones any domain can show (:mod:`agentworld.domains.error_patterns`'s
             ``COMMON_ERRORS``); a domain adds its own to them (shells: ``COMMON_ERRORS + SHELL_ERRORS``)
             or leaves out one its observations match when nothing failed.
+        probes: reference to ``generate(seed: int, variants: int) -> list[Probe]``
+            (:mod:`agentworld.domains.probes`): the domain's rule-checked probes for ``agentworld eval
+            probes`` (None: the domain has none).
         gui: observations are screens of a graphical UI (accessibility trees): a screen unchanged after
             an action usually means the UI had not caught up, so the data pipeline drops such turns
             (:func:`agentworld.data.process.drop_no_change`); elsewhere an unchanged screen is information.
@@ -139,6 +142,7 @@ class DomainPlugin:
     ledger: str | None = None
     faults: str | None = None
     error_patterns: tuple[str, ...] = COMMON_ERRORS
+    probes: str | None = None
     gui: bool = False
     extra: dict[str, str] | None = None
     """Further references a domain exposes beyond the fields above."""

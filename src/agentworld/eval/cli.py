@@ -143,5 +143,23 @@ config_command(app, ReportConfig, _report, name="report",
                help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
+# -- eval probes (issue 12 point 4) -------------------------------------------------------------------
+
+from agentworld.eval.probes_config import ProbesConfig  # noqa: E402
+
+
+def _probes(config: ProbesConfig) -> None:
+    from agentworld.eval.probes import probes_command
+
+    with _errors():
+        probes_command(config)
+
+
+config_command(app, ProbesConfig, _probes, name="probes",
+               help="Verify a world model by rules: generated probes of controllability, error handling "
+                    "and long-context consistency per domain (resumable); --write-data exports them for "
+                    "the mock server.")
+
+
 if __name__ == "__main__":
     app()

@@ -21,4 +21,5 @@ PLUGIN = DomainPlugin(
     actions="agentworld.domains.mcp.actions:ACTIONS",
     ledger="agentworld.domains.mcp.ledger:open_ledger",
     error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b"),
+    probes="agentworld.domains.mcp.probes:generate",
 )

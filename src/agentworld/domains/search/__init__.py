@@ -17,4 +17,5 @@ PLUGIN = DomainPlugin(
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
     actions="agentworld.domains.search.actions:ACTIONS",
+    probes="agentworld.domains.search.probes:generate",
 )

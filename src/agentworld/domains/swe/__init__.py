@@ -18,4 +18,5 @@ PLUGIN = DomainPlugin(
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=TOOL_SHELL_ERRORS,
+    probes="agentworld.domains.swe.probes:generate",
 )

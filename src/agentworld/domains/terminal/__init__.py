@@ -22,4 +22,5 @@ PLUGIN = DomainPlugin(
     ledger="agentworld.domains.terminal.ledger:open_ledger",
     faults="agentworld.domains.terminal.faults:render_fault",
     error_patterns=COMMON_ERRORS + SHELL_ERRORS,
+    probes="agentworld.domains.terminal.probes:generate",
 )

@@ -16,4 +16,5 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=(*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
     gui=True,
+    probes="agentworld.domains.web.probes:generate",
 )
