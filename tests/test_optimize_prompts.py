@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from agentworld.cli import app
 from agentworld.data.types import TrainSample
 from agentworld.domains.registry import DOMAINS
-from agentworld.errors import DataError
+from agentworld.errors import BackendError, DataError
 from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest
 from agentworld.models.cache import response_key
@@ -329,4 +329,21 @@ def test_python_api_with_scripted_backends(tmp_path: Path) -> None:
     assert summary.line(1).val == summary.line(1).train == 100.0 > summary.line(0).val
     asked = optimizer.calls[0].messages[1].content
     assert "# Earlier variants (training-split score, 0-100)\n\n- v0 (the shipped prompt): " in asked
+    assert len(model.calls) == 2 * 20
+
+
+def test_a_failed_optimizer_request_is_asked_again_on_resume(tmp_path: Path) -> None:
+    data, out = _data(tmp_path), tmp_path / "out"
+    model = ScriptedBackend(default=lambda r: echo_truth(r) if MARKER in r.messages[0].content else WRONG,
+                            name="world")
+    config = PromptOptConfig(data=[data], out=out, model="world", optimizer_base_url="unused",
+                             optimizer_model="opt", rounds=1)
+    down = ScriptedBackend([BackendError("optimizer: HTTP 503")], name="optimizer")
+    [first] = run_optimize(config, model=model, optimizer=down)
+    assert [(f.reason, f.retried) for f in first.failed] == [
+        ("optimizer request failed: BackendError: optimizer: HTTP 503", True)]
+    assert first.winner == 0 and len(first.variants) == 1
+    up = ScriptedBackend([lambda _: add_marker("Simulate a terminal.")], name="optimizer")
+    [second] = run_optimize(config, model=model, optimizer=up)
+    assert len(up.calls) == 1 and not second.failed and second.winner == 1
     assert len(model.calls) == 2 * 20
