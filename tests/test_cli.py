@@ -27,7 +27,8 @@ def test_help_lists_every_command() -> None:
     listed = [line.split()[0] for line in commands if line.startswith("  ") and line[2] != " "]
     assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "optimize"]
     assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
-    groups = {"eval": ["run", "infer", "judge", "score", "report"], "record": ["terminal", "mcp", "search"],
+    groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare"],
+              "record": ["terminal", "mcp", "search"],
               "data": ["convert", "process", "stats", "export"], "serve": ["mcp", "http", "mock"],
               "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"], "synth": ["envs"],
               "optimize": ["prompts"]}

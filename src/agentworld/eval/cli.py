@@ -143,7 +143,7 @@ config_command(app, ReportConfig, _report, name="report",
                help="Write a self-contained HTML report: charts, rule-tier table, per-sample diffs.")
 
 
-# -- eval probes (issue 12 point 4) -------------------------------------------------------------------
+# -- eval probes ---------------------------------------------------------------------------------------
 
 from agentworld.eval.probes_config import ProbesConfig  # noqa: E402
 
@@ -159,6 +159,22 @@ config_command(app, ProbesConfig, _probes, name="probes",
                help="Verify a world model by rules: generated probes of controllability, error handling "
                     "and long-context consistency per domain (resumable); --write-data exports them for "
                     "the mock server.")
+
+
+# -- eval compare --------------------------------------------------------------------------------------
+from agentworld.eval.compare import CompareConfig  # noqa: E402
+
+
+def _compare(config: CompareConfig) -> None:
+    from agentworld.eval.compare import run_compare
+
+    with _errors():
+        run_compare(config)
+
+
+config_command(app, CompareConfig, _compare, name="compare",
+               help="Compare run folders over the same samples: paired differences per domain and metric "
+                    "with bootstrap intervals; a table, --json or an --html page.")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+"""The comparison on a terminal (rich tables; full-width plain text in a pipe) and as one HTML page.
+
+The page reuses the run report's style (:mod:`agentworld.eval.report`), has no external assets, is
+written atomically, and escapes every piece of data: run labels and sample ids come from folders
+and files someone else may have written.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from agentworld.eval.compare import ALL_DOMAINS, Comparison, MetricRow, SampleDiff
+from agentworld.eval.report import CSS, e
+from agentworld.eval.score import plain_table
+from agentworld.io import atomic_write_text
+
+HEAD = ("Domain", "Metric", "N", "Dropped", "Baseline", "Run", "Diff", "CI", "Verdict")
+MIN_SHOWN_DIFF = 1e-9
+
+
+def _fmt(value: float | None, sign: bool = False) -> str:
+    return "-" if value is None else f"{value:+.2f}" if sign else f"{value:.2f}"
+
+
+def _ci(row: MetricRow) -> str:
+    return "-" if row.ci_low is None or row.ci_high is None else f"[{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
+
+
+def _cells(row: MetricRow) -> list[str]:
+    return [row.domain, row.metric, str(row.n), str(row.dropped), _fmt(row.baseline_mean), _fmt(row.run_mean),
+            _fmt(row.diff, sign=True), _ci(row), row.verdict]
+
+
+def _title(result: Comparison, run: str) -> str:
+    return (f"{run} vs {result.baseline}: mean paired difference (run - baseline, 0-100) with "
+            f"{result.confidence:.0%} bootstrap interval ({result.resamples} resamples, seed {result.seed})")
+
+
+def _compared(result: Comparison) -> list[str]:
+    return list(dict.fromkeys(row.run for row in result.rows))
+
+
+def _drop_lines(result: Comparison, run: str) -> list[str]:
+    """Why samples were left out, per metric tier: from the widest row of each metric, deduplicated."""
+    lines: list[str] = []
+    rows = [r for r in result.rows if r.run == run]
+    widest = {r.metric: r for r in rows if r.domain == ALL_DOMAINS} or {r.metric: r for r in rows}
+    for metric, row in widest.items():
+        if row.dropped:
+            reasons = "; ".join(f"{why}: {count}" for why, count in row.drop_reasons.items())
+            line = f"{row.dropped} dropped ({reasons})"
+            if line not in (x.split(": ", 1)[1] for x in lines):
+                lines.append(f"{metric}: {line}")
+    return lines
+
+
+def render_text(result: Comparison) -> str:
+    """Every table at full width, for a pipe or a CI log (a terminal-width table would cut columns)."""
+    lines: list[str] = []
+    for run in _compared(result):
+        rows = [_cells(r) for r in result.rows if r.run == run]
+        lines += [*plain_table(_title(result, run), HEAD, rows), *_drop_lines(result, run), ""]
+    return "\n".join(lines).rstrip()
+
+
+def print_comparison(result: Comparison) -> None:
+    """The tables on stdout: rich on a terminal, plain text at full width elsewhere."""
+    import typer
+
+    if not sys.stdout.isatty():
+        typer.echo(render_text(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for run in _compared(result):
+        table = Table(title=_title(result, run))
+        for col in HEAD:
+            table.add_column(col, justify="left" if col in ("Domain", "Metric", "Verdict") else "right")
+        for row in (r for r in result.rows if r.run == run):
+            style = {"higher": "green", "lower": "red"}.get(row.verdict)
+            table.add_row(*_cells(row), style=style)
+        console.print(table)
+        for line in _drop_lines(result, run):
+            console.print(line, markup=False, highlight=False)
+
+
+def forest_plot(rows: Sequence[MetricRow]) -> str:
+    """Inline SVG: each row's mean difference as a dot and its interval as a bar, around a zero line."""
+    shown = [r for r in rows if r.diff is not None]
+    if not shown:
+        return '<p class="note">No paired samples.</p>'
+    ends = [abs(v) for r in shown for v in (r.diff, r.ci_low, r.ci_high) if v is not None]
+    extent = max(MIN_SHOWN_DIFF, *ends)
+    label_w, plot_w, row_h, top = 230, 420, 22, 22
+    height = top + row_h * len(shown) + 10
+
+    def x(value: float) -> float:
+        return label_w + plot_w / 2 + value / extent * plot_w / 2 * 0.95
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + plot_w + 10}" height="{height}" '
+           'role="img" aria-label="mean differences with intervals" font-family="system-ui" font-size="11">',
+           f'<line x1="{x(0):.1f}" x2="{x(0):.1f}" y1="{top - 6}" y2="{height - 6}" stroke="#888"/>',
+           f'<text x="{x(0):.1f}" y="{top - 10}" text-anchor="middle" fill="#666">0</text>',
+           f'<text x="{x(-extent):.1f}" y="{top - 10}" fill="#666">{-extent:+.1f}</text>',
+           f'<text x="{x(extent):.1f}" y="{top - 10}" text-anchor="end" fill="#666">{extent:+.1f}</text>']
+    for i, row in enumerate(shown):
+        y = top + i * row_h + row_h / 2
+        color = {"higher": "#27ae60", "lower": "#c0392b"}.get(row.verdict, "#555")
+        out.append(f'<text x="{label_w - 6}" y="{y + 4}" text-anchor="end">{e(row.domain)} · '
+                   f"{e(row.metric)}</text>")
+        if row.ci_low is not None and row.ci_high is not None:
+            out.append(f'<line x1="{x(row.ci_low):.1f}" x2="{x(row.ci_high):.1f}" y1="{y}" y2="{y}" '
+                       f'stroke="{color}" stroke-width="3"/>')
+        assert row.diff is not None
+        out.append(f'<circle cx="{x(row.diff):.1f}" cy="{y}" r="4" fill="{color}"><title>{e(row.metric)} '
+                   f"{e(row.domain)}: {row.diff:+.2f} {e(_ci(row))}</title></circle>")
+    return "".join(out) + "</svg>"
+
+
+def _table(head: Sequence[str], rows: list[list[str]]) -> str:
+    cells = "".join(f"<tr>{''.join(f'<td>{e(c)}</td>' for c in row)}</tr>" for row in rows)
+    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
+
+
+def _runs_table(result: Comparison) -> str:
+    head = ["run", "model", "model URL", "temperature", "judge", "data", "samples", "folder"]
+    rows = [[str(r.get(k) if r.get(k) is not None else "-") for k in
+             ("label", "model", "model_base_url", "temperature", "judge_model")]
+            + [", ".join(r.get("data") or []), str(r.get("samples", 0)), str(r.get("path"))]
+            for r in result.runs]
+    for row in rows:
+        if row[0] == result.baseline:
+            row[0] += " (baseline)"
+    return _table(head, rows)
+
+
+def _sample_table(diffs: list[SampleDiff]) -> str:
+    """Per-sample differences of one metric, largest drop first (where to look for regressions)."""
+    ordered = sorted(diffs, key=lambda d: (d.diff, d.id))
+    rows = [[d.id, d.domain, _fmt(d.baseline_value), _fmt(d.run_value), _fmt(d.diff, sign=True)]
+            for d in ordered]
+    return _table(["sample", "domain", "baseline", "run", "diff"], rows)
+
+
+def _section(result: Comparison, run: str) -> str:
+    rows = [r for r in result.rows if r.run == run]
+    widest = [r for r in rows if r.domain == ALL_DOMAINS] or rows
+    note = (f"Mean of per-sample differences (run − baseline, 0–100) over the samples scored in both runs; "
+            f"{result.confidence:.0%} paired bootstrap interval, {result.resamples} resamples, seed "
+            f"{result.seed}. “all” is the mean of the domains (the published Overall), resampled within "
+            "each domain.")
+    parts = [f"<h2>{e(run)} vs {e(result.baseline)}</h2>", '<div class="card">', forest_plot(widest),
+             f'</div><p class="note">{e(note)}</p>', _table(HEAD, [_cells(r) for r in rows])]
+    drops = _drop_lines(result, run)
+    if drops:
+        items = "".join(f"<li>{e(line)}</li>" for line in drops)
+        parts.append(f"<p>Samples left out:</p><ul>{items}</ul>")
+    for metric in dict.fromkeys(d.metric for d in result.samples if d.run == run):
+        diffs = [d for d in result.samples if d.run == run and d.metric == metric]
+        changed = sum(1 for d in diffs if abs(d.diff) > MIN_SHOWN_DIFF)
+        parts.append(f'<details class="s"><summary>{e(metric)} per sample: {len(diffs)} pairs, {changed} '
+                     f"differ</summary>{_sample_table(diffs)}</details>")
+    return "".join(parts)
+
+
+def write_html(result: Comparison, out: Path) -> Path:
+    """Write the comparison page to ``out`` atomically (an existing file is replaced whole or not at all)."""
+    made = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+    warnings = "".join(f'<p class="note">warning: {e(w)}</p>' for w in result.warnings)
+    body = [f'<h1>World-model comparison</h1><div class="meta">baseline <b>{e(result.baseline)}</b> · '
+            f"written {made}</div>", _runs_table(result), warnings,
+            *(_section(result, run) for run in _compared(result))]
+    title = e(" vs ".join(str(r.get("label")) for r in result.runs))
+    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld compare — {title}'
+            f'</title><style>{CSS}</style></head><body>{"".join(body)}</body></html>')
+    atomic_write_text(out, page)
+    return out
