@@ -25,12 +25,14 @@ def test_help_lists_every_command() -> None:
     assert result.exit_code == 0
     commands = result.output.split("Commands:")[1].splitlines()
     listed = [line.split()[0] for line in commands if line.startswith("  ") and line[2] != " "]
-    assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "plan"]
+    assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "plan",
+                      "optimize"]
     assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
     groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare"],
               "record": ["terminal", "mcp", "search"],
               "data": ["convert", "process", "stats", "export"], "serve": ["mcp", "http", "mock"],
-              "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"], "synth": ["envs"]}
+              "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"], "synth": ["envs"],
+              "optimize": ["prompts"]}
     for group, commands in groups.items():
         text = runner.invoke(app, [group, "--help"]).output
         for command in commands:
@@ -111,7 +113,7 @@ TIME_WORDS = ("timeout", "latency", "wall-clock", "interval", "delay", "grace", 
 PATH_OPTIONS = {"--out", "--data", "--config", "--tools", "--in", "--run", "--control", "--spec",
                 "--scenarios", "--report", "--tokenizer", "--prompts", "--cache", "--reference-run",
                 "--model-corpus", "--judged", "--output-dir"}
-ENDPOINT_OPTIONS = {f"--{who}-{what}" for who in ("model", "judge", "agent", "generator")
+ENDPOINT_OPTIONS = {f"--{who}-{what}" for who in ("model", "judge", "agent", "generator", "optimizer")
                     for what in ("base-url", "api-key")}
 
 

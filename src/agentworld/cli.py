@@ -56,6 +56,8 @@ COMMANDS: dict[str, LazyCommand] = {
                          "see what it answers."),
     "plan": LazyCommand("agentworld.plan.cli:app", "Predict before acting: imagine candidate actions with a "
                         "world model and rank them."),
+    "optimize": LazyCommand("agentworld.optimize.cli:app", "Optimise the world model's system prompts "
+                            "(propose, evaluate, refine; a validation split decides)."),
     "mock-server": LazyCommand("agentworld.serve.serve_cli:app", "Old name of 'serve mock'.", sub="mock",
                                hidden=True),
     "rollout": LazyCommand("agentworld.train.cli:app", "Old name of 'train rollout'.", sub="rollout",

@@ -1,9 +1,10 @@
-"""The three kinds of model endpoint a command can talk to, named the same way everywhere.
+"""The kinds of model endpoint a command can talk to, named the same way everywhere.
 
 Why one module: ``eval``, ``serve``, ``shell``, ``demo`` and ``train rollout`` all reach a *world
 model* (``--model-base-url/--model/--model-api-key``), some a *judge* (``--judge-…``) and an
-*agent* (``--agent-…``). Declaring the fields once keeps the flags, help texts, environment
-variables and the backend construction identical across commands. Keys are :class:`SecretStr`
+*agent* (``--agent-…``), ``optimize prompts`` an *optimizer* (``--optimizer-…``). Declaring
+the fields once keeps the flags, help texts, environment variables and the backend construction
+identical across commands. Keys are :class:`SecretStr`
 (never dumped, never printed) and are best given through the environment variables, since a
 key on the command line shows in ``ps``.
 
@@ -22,6 +23,7 @@ from agentworld.errors import AgentWorldError
 MODEL_KEY_ENV = ("AGENTWORLD_MODEL_API_KEY", "OPENAI_API_KEY")
 JUDGE_KEY_ENV = "AGENTWORLD_JUDGE_API_KEY"
 AGENT_KEY_ENV = "AGENTWORLD_AGENT_API_KEY"
+OPTIMIZER_KEY_ENV = "AGENTWORLD_OPTIMIZER_API_KEY"
 _KEY_HELP = "prefer the environment variable: a key on the command line shows in ps; never written to disk"
 
 
@@ -68,6 +70,18 @@ class AgentEndpoint(BaseModel):
     agent_api_key: SecretStr | None = Field(
         None, description=f"Agent API key ({_KEY_HELP}).",
         json_schema_extra={"runtime": True, "envvar": AGENT_KEY_ENV})
+
+
+class OptimizerEndpoint(BaseModel):
+    """The model that proposes revised system prompts (``optimize prompts``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    optimizer_base_url: str = Field(description="OpenAI-compatible base URL of the optimizer model.")
+    optimizer_model: str = Field(description="Optimizer model name.")
+    optimizer_api_key: SecretStr | None = Field(
+        None, description=f"Optimizer API key ({_KEY_HELP}).",
+        json_schema_extra={"runtime": True, "envvar": OPTIMIZER_KEY_ENV})
 
 
 def secret(value: SecretStr | None) -> str | None:

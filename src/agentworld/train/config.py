@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentworld.data.masking import MaskConfig
 from agentworld.data.pipeline import InputSpec
@@ -73,7 +73,7 @@ class TrainCommon(BaseModel):
         for name in ("data",):
             if hasattr(self, name):
                 update[name] = [i.model_copy(update={"path": base / i.path}) for i in getattr(self, name)]
-        for name in ("pipeline", "rejection"):
+        for name in ("pipeline", "rejection", "system_prompts_from"):
             value = getattr(self, name, None)
             if value is not None:
                 update[name] = base / value
@@ -120,3 +120,13 @@ class SFTConfig(TrainCommon, DataFields):
     system_prompt: str | None = Field(
         None, min_length=1, description="One system prompt for every row instead of the domain's prompt "
         "variants (a deployment's own prompt, or a short one for a small model).")
+    system_prompts_from: Path | None = Field(
+        None, description="An 'agentworld optimize prompts' output folder: each domain it has variants for "
+        "trains on those (v0 = the shipped prompt, then the optimizer's revisions, in version order, at most "
+        "'variants') instead of the built-in variants; other domains keep the built-in ones.")
+
+    @model_validator(mode="after")
+    def _one_prompt_source(self) -> SFTConfig:
+        if self.system_prompt is not None and self.system_prompts_from is not None:
+            raise ValueError("give system_prompt or system_prompts_from, not both")
+        return self

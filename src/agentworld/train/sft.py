@@ -17,6 +17,8 @@ overfit one wording): :func:`system_variants` makes deterministic edits of the r
 an optional paraphrased intro line, the middle sections in original or reversed order, with or
 without the few-shot ``# Example`` section, ``#`` or ``##`` headings. Variant 0 is the prompt
 itself; each row records its variant id. By default every sample appears once per variant.
+``system_prompts_from`` takes the variants an ``agentworld optimize prompts`` run stored instead
+(its v0 is the shipped prompt, so variant 0 stays the prompt itself).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from agentworld.data.export_formats import trained
 from agentworld.data.types import TrainSample
 from agentworld.domains.registry import DOMAINS, GENERIC_EFFECT
+from agentworld.optimize.store import load_variants
 from agentworld.train.common import (
     TrainResult,
     held_out,
@@ -150,11 +153,15 @@ def completion_text(sample: TrainSample, reasoning: str) -> str:
 def sft_rows(samples: Iterable[TrainSample], config: SFTConfig) -> list[dict[str, Any]]:
     """Prompt/completion rows (plus ``variant``, ``sample_id``, ``trajectory_id``) of the kept samples."""
     cache: dict[str, list[str]] = {}
-    per = config.variants_per_sample or (1 if config.system_prompt else config.variants)
+    optimized = load_variants(config.system_prompts_from) if config.system_prompts_from else {}
     rows = []
     for k, sample in enumerate(s for s in samples if trained(s)):
-        variants = cache.setdefault(sample.domain, [config.system_prompt] if config.system_prompt else
+        if sample.domain not in cache:
+            cache[sample.domain] = ([config.system_prompt] if config.system_prompt else
+                                    optimized.get(sample.domain, [])[:config.variants] or
                                     system_variants(DOMAINS[sample.domain].system_prompt, config.variants))
+        variants = cache[sample.domain]
+        per = config.variants_per_sample or len(variants)
         history = [m for a, o in sample.history for m in ({"role": "user", "content": a},
                                                           {"role": "assistant", "content": o})]
         completion = [{"role": "assistant", "content": completion_text(sample, config.reasoning)}]
