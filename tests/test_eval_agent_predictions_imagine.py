@@ -73,3 +73,12 @@ def test_agent_endpoint_xor_imagination_is_one_red_line(tmp_path: Path, args: tu
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_imagining_refuses_goal_tasks_before_anything_runs(tmp_path: Path) -> None:
+    tasks = tmp_path / "goal.jsonl"
+    tasks.write_text(json.dumps({"id": "g", "domain": "terminal", "goal": "print a word"}) + "\n")
+    result = _cli(tmp_path / "out", "--model", "retrieval", "--tasks", str(tasks))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "only predicts fixed actions" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -144,6 +144,16 @@ def imagination(config: AgentPredConfig, tasks: list[PredictionTask]) -> ChatBac
 
 
 def imagining_agent(config: AgentPredConfig, tasks: list[PredictionTask]) -> ImaginingAgent:
-    """The imagining agent of a run without an agent endpoint."""
+    """The imagining agent of a run without an agent endpoint.
+
+    Raises:
+        AgentWorldError: a task whose actions the agent would choose (it only predicts fixed ones),
+            or what :func:`imagination` raises.
+    """
+    choosing = [t.id for t in tasks if t.steps is None]
+    if choosing:
+        raise AgentWorldError(f"task {choosing[0]!r} has a goal, not fixed steps: an agent imagining with "
+                              "--model only predicts fixed actions; give tasks with steps, or an agent "
+                              "endpoint (--agent-base-url)")
     return ImaginingAgent(imagination(config, tasks), world_prompts({t.domain for t in tasks}),
                           name=config.agent_name)
