@@ -1,7 +1,9 @@
 """``agentworld eval agent-predictions``: how well the *agent* predicts what its own actions will show.
 
-At each step of a task the agent (an OpenAI-compatible endpoint) predicts the observation of the
-action about to run; the action then runs in the domain's real environment and the prediction is
+At each step of a task the agent (an OpenAI-compatible endpoint, ``--agent-base-url``; or, with
+``--model`` instead, a scripted agent imagining with that world model:
+:mod:`~agentworld.eval.agentpred_imagine`) predicts the observation of the action about to run; the
+action then runs in the domain's real environment and the prediction is
 scored against the real observation with the rule tier, beside an empty prediction and "repeat the
 previous observation". The run folder (``--out``) holds ``config.json``, the journal ``steps.jsonl``
 (one row per step, one closing row per task), the agent's answers ``responses.jsonl`` and
@@ -15,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from agentworld.endpoints import AgentEndpoint
+from agentworld.endpoints import AgentEndpoint, ModelEndpoint
 
 if TYPE_CHECKING:
     from agentworld.eval.agentpred_summary import PredictionSummary
@@ -28,8 +31,25 @@ FORMAT = "agentworld-agent-predictions/1"
 _RUNTIME: dict[str, Any] = {"runtime": True}
 
 
-class AgentPredConfig(AgentEndpoint):
-    """``agentworld eval agent-predictions``: the agent's own prediction accuracy on real executions."""
+class AgentPredConfig(AgentEndpoint, ModelEndpoint):
+    """``agentworld eval agent-predictions``: the agent's own prediction accuracy on real executions.
+
+    The agent is an endpoint (``agent_*``) or, with ``model`` instead, a scripted agent imagining with
+    that world model (``model_*``, named as everywhere a world model is reached); exactly one. So the
+    fields each endpoint requires are optional here (the ``type: ignore``s), checked together below.
+    """
+
+    agent_base_url: str | None = Field(  # type: ignore[assignment]
+        None, description="OpenAI-compatible base URL of the agent (or --model instead: an agent imagining "
+        "with that world model).")
+    agent_model: str | None = Field(  # type: ignore[assignment]
+        None, description="Agent model name (with --agent-base-url).")
+    model: str | None = Field(  # type: ignore[assignment]
+        None, description="Instead of an agent endpoint: a scripted agent predicts by asking this world "
+        "model (a backend name such as retrieval, offline; or the served model name with --model-base-url).")
+    keep_heldout: bool = Field(False, description="With --model retrieval: keep the recordings of the run's "
+                               "own tasks in the index (left out by default: the shipped corpus holds the "
+                               "built-in held-out tasks' sessions, which inflates the score).")
 
     tasks: Path | None = Field(None, description="Tasks JSONL (id, domain, setup, steps or goal, max_steps); "
                                "default: the built-in held-out tasks of every domain that ships them.")
@@ -56,12 +76,37 @@ class AgentPredConfig(AgentEndpoint):
     def _split_commas(cls, value: list[str]) -> list[str]:
         return [part.strip() for item in value for part in item.split(",") if part.strip()]
 
+    @model_validator(mode="after")
+    def _agent_or_imagination(self) -> AgentPredConfig:
+        if (self.agent_base_url is None) == (self.model is None):
+            raise PydanticCustomError("agent", "give exactly one of --agent-base-url (with --agent-model) "
+                                      "and --model (an agent imagining with that world model, e.g. --model "
+                                      "retrieval, offline)")
+        if self.agent_base_url is not None and not self.agent_model:
+            raise PydanticCustomError("agent", "--agent-base-url needs --agent-model")
+        if self.model is not None and self.agent_model:
+            raise PydanticCustomError("agent", "--agent-model names the model at --agent-base-url; with "
+                                      "--model the agent is the world model imagining")
+        if self.keep_heldout and (self.model != "retrieval" or self.model_base_url):
+            raise PydanticCustomError("agent", "--keep-heldout applies to --model retrieval only")
+        if self.model is None and (self.model_base_url or self.model_corpus):
+            raise PydanticCustomError("agent", "--model-base-url and --model-corpus need --model")
+        return self
+
+    @property
+    def agent_name(self) -> str:
+        """What the agent is called in requests and its cached answers."""
+        if self.model is None:
+            return self.agent_model or ""
+        return f"imagining:{self.model}{'+heldout' * self.keep_heldout}"
+
 
 def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str, Any]:
     """What ``config.json`` stores and a resumed run must match: never a runtime field or a key.
 
-    The agent's URL is left out too: the model name identifies the agent (and keys its cached
-    answers), the URL only says where it is served today — a restarted server on another port resumes.
+    The URLs are left out too: the model name identifies the agent or world model (and keys the
+    cached answers), the URL only says where it is served today — a restarted server on another port
+    resumes.
     """
     import hashlib
 
@@ -70,7 +115,7 @@ def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str,
     runtime = {name for name, info in AgentPredConfig.model_fields.items()
                if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("runtime")}
     fields = {name: value for name, value in config.model_dump(mode="json").items()
-              if name not in runtime and name != "agent_base_url"}
+              if name not in runtime and name not in ("agent_base_url", "model_base_url")}
     fields["tasks_sha256"] = hashlib.sha256(dumps([vars(t) for t in tasks]).encode()).hexdigest()
     return {"format": FORMAT, **fields}
 
@@ -124,9 +169,8 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     """Run (or resume) every task, write ``summary.json`` and return the summary.
 
     Args:
-        agent: answer with this backend instead of the endpoint of ``config`` (an in-process agent:
-            a scripted one, or one imagining with a world model, as ``benchmarks/`` does); its
-            ``name`` keys its cached answers.
+        agent: answer with this in-process backend instead of the agent ``config`` names (a
+            scripted one); ``config.agent_name`` keys its cached answers.
 
     Raises:
         AgentWorldError: bad tasks or run folder; or, after the summary of what finished is written,
@@ -140,10 +184,17 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     from agentworld.io import atomic_write_text, dumps, read_journal
 
     tasks = select_tasks(config)
+    if agent is not None:
+        backend = agent
+    elif config.model is not None:
+        from agentworld.eval.agentpred_imagine import imagining_agent
+
+        backend = imagining_agent(config, tasks)
+    else:
+        backend = build_backend(config.agent_name, config.agent_base_url, config.agent_api_key,
+                                concurrency=config.concurrency, max_retries=config.max_retries,
+                                timeout_s=config.timeout_s)
     _open_run(config.out, _identity(config, tasks))
-    backend = agent or build_backend(config.agent_model, config.agent_base_url, config.agent_api_key,
-                            concurrency=config.concurrency, max_retries=config.max_retries,
-                            timeout_s=config.timeout_s)
     failures = asyncio.run(run_tasks(config, tasks, backend))
     summary = summarise(read_journal(config.out / "steps.jsonl"), len(tasks))
     atomic_write_text(config.out / "summary.json", dumps(summary.model_dump(mode="json")) + "\n")
@@ -152,7 +203,7 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
         from agentworld.errors import AgentWorldError
         from agentworld.redact import redact_text
 
-        first = redact_text(failures[0], [secret(config.agent_api_key)])
+        first = redact_text(failures[0], [secret(config.agent_api_key), secret(config.model_api_key)])
         raise AgentWorldError(f"{len(failures)} task(s) did not finish (first: {first}); the finished "
                               f"steps are kept in {config.out}: run the same command again to resume")
     return summary

@@ -49,7 +49,7 @@ async def run_tasks(config: AgentPredConfig, tasks: list[PredictionTask], backen
     journal_path = config.out / STEPS_FILE
     closed, prefixes = _journaled(list(read_journal(journal_path)))
     todo = [t for t in tasks if t.id not in closed]
-    agent = AgentSettings(backend=backend, model=config.agent_model, max_tokens=config.agent_max_tokens,
+    agent = AgentSettings(backend=backend, model=config.agent_name, max_tokens=config.agent_max_tokens,
                           temperature=config.agent_temperature)
     cache = ResponseCache(config.out / RESPONSES_FILE)
     journal = AsyncJournal(journal_path)
