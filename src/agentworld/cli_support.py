@@ -149,8 +149,7 @@ def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:
         for error in exc.errors():
             where = ".".join(str(p) for p in error["loc"])
             flag = _flag(config_cls.model_fields[where], where) if where in config_cls.model_fields else where
-            flag = flag or "options"
-            problems.append(f"{flag}: {error['msg']}")
+            problems.append(f"{flag}: {error['msg']}" if flag else error["msg"])
         raise AgentWorldError("; ".join(problems)) from None
 
 
