@@ -22,7 +22,7 @@ from agentworld.data.tokens import (
 )
 from agentworld.data.types import TrainSample
 from agentworld.domains.base import DomainPlugin, plugin, register_domain, unregister_domain
-from agentworld.domains.error_patterns import COMMON_ERRORS, SHELL_ERRORS
+from agentworld.domains.error_patterns import COMMON_ERRORS, SEARCH_TOOL_ERRORS, SHELL_ERRORS
 from agentworld.schema import Trajectory, Turn
 
 MARK = "**Environment Observation:**\n"
@@ -173,7 +173,8 @@ def test_error_memo_follows_changed_patterns() -> None:
 
 def test_error_patterns_come_from_the_domains_plugin() -> None:
     """Each plugin lists its patterns; one without its own (or an unknown domain) has the common ones."""
-    assert error_patterns("search") == error_patterns("cooking") == COMMON_ERRORS
+    assert error_patterns("cooking") == DomainPlugin(name="x", display="X").error_patterns == COMMON_ERRORS
+    assert error_patterns("search") == COMMON_ERRORS + SEARCH_TOOL_ERRORS
     assert error_patterns("terminal") == COMMON_ERRORS + SHELL_ERRORS
     assert is_error(MARK + "bash: foo: command not found", "terminal")
     assert not is_error(MARK + "bash: foo: command not found", "search")

@@ -7,7 +7,7 @@ the registry at start-up): every heavy part is a reference resolved on use.
 """
 
 from agentworld.domains.base import DomainPlugin
-from agentworld.domains.error_patterns import COMMON_ERRORS
+from agentworld.domains.error_patterns import COMMON_ERRORS, MCP_ERRORS
 
 PLUGIN = DomainPlugin(
     name="mcp",
@@ -20,6 +20,6 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     actions="agentworld.domains.mcp.actions:ACTIONS",
     ledger="agentworld.domains.mcp.ledger:open_ledger",
-    error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b"),
+    error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b", *MCP_ERRORS),
     probes="agentworld.domains.mcp.probes:generate",
 )

@@ -4,10 +4,8 @@ Controllability: world facts (a rate-limited tool answers HTTP 429, a paged list
 3, a user's balance, a file's exact content) must show in the tool result. Error handling: the
 reference servers' error shapes (``ENOENT`` for a missing file, ``Access denied`` outside the allowed
 directories, ``MCP error -32602`` for an unknown tool, a pydantic validation error for a bad argument).
-Long context: a file written early is read back after 10, 50 and 100 intervening calls.
-
-Only the validation error is also checked as a failure by the plugin's ``error_patterns``: they do
-not mark the other three recorded shapes (``ENOENT``, ``Access denied``, ``MCP error``) as failures.
+Long context: a file written early is read back after 10, 50 and 100 intervening calls. Each error
+is also checked as a failure by the plugin's ``error_patterns``.
 """
 
 from __future__ import annotations
@@ -94,14 +92,16 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
         out.append(make(DOMAIN, "error_handling", "missing-file", n, system, [],
                         tool_action("read_text_file", {"path": missing}),
                         f"ENOENT: no such file or directory, open '{missing}'",
-                        [contains("ENOENT: no such file or directory"), contains(missing)]))
+                        [contains("ENOENT: no such file or directory"), contains(missing),
+                         failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "permission-denied", n, system, [],
                         tool_action("read_text_file", {"path": outside}),
                         f"Access denied - path outside allowed directories: {outside} not in /workspace",
-                        [regex(r"^Access denied"), contains(outside)]))
+                        [regex(r"^Access denied"), contains(outside), failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "unknown-tool", n, system, [],
                         tool_action(tool, {"path": "/workspace"}), f"MCP error -32602: Tool {tool} not found",
-                        [regex(r"^MCP error -32602:"), contains(f"{tool} not found")]))
+                        [regex(r"^MCP error -32602:"), contains(f"{tool} not found"),
+                         failure(PLUGIN.error_patterns)]))
         bad = token(r, 3)
         out.append(make(DOMAIN, "error_handling", "invalid-argument", n, system, [],
                         tool_action("git_log", {"repo_path": "/workspace", "max_count": bad}),

@@ -5,6 +5,7 @@ rules are named by reference and imported when used.
 """
 
 from agentworld.domains.base import DomainPlugin
+from agentworld.domains.error_patterns import COMMON_ERRORS, SEARCH_TOOL_ERRORS
 
 PLUGIN = DomainPlugin(
     name="search",
@@ -17,5 +18,6 @@ PLUGIN = DomainPlugin(
     corpus="corpus.jsonl",
     heldout_scenarios="scenarios/heldout.jsonl",
     actions="agentworld.domains.search.actions:ACTIONS",
+    error_patterns=(*COMMON_ERRORS, *SEARCH_TOOL_ERRORS),
     probes="agentworld.domains.search.probes:generate",
 )

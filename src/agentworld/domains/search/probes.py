@@ -79,7 +79,8 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
                         [regex(r"^Error: failed to fetch"), contains(url), failure(PLUGIN.error_patterns)]))
         out.append(make(DOMAIN, "error_handling", "missing-key", n, system, [],
                         tool_action("dict_memory", {"operation": "retrieve", "key_list": [key]}),
-                        f"{{}}\nKey not found: ['{key}']", [contains(f"Key not found: ['{key}']")]))
+                        f"{{}}\nKey not found: ['{key}']",
+                        [contains(f"Key not found: ['{key}']"), failure(PLUGIN.error_patterns)]))
     return out
 
 

@@ -28,8 +28,6 @@ from agentworld.domains.probes import (
 from agentworld.domains.terminal import PLUGIN
 
 DOMAIN = "terminal"
-UNCLASSED = frozenset({"invalid-option"})
-"""Errors the domain's ``error_patterns`` do not mark as failures (their shape is still checked)."""
 
 
 def _action(keystrokes: str, prompt: str | None = None) -> str:
@@ -104,9 +102,7 @@ def _errors(seed: int, variants: int, system: str) -> list[Probe]:
         for name, sh, typed, error in cases:
             action, screen = sh.turn(typed, error)
             first = error.splitlines()[0]
-            checks = [line(first), regex(rf"^{re.escape(sh.prompt)}\s*$")]
-            if name not in UNCLASSED:
-                checks.append(failure(PLUGIN.error_patterns))
+            checks = [line(first), regex(rf"^{re.escape(sh.prompt)}\s*$"), failure(PLUGIN.error_patterns)]
             out.append(make(DOMAIN, "error_handling", name, n, system, [], action, screen, checks))
     return out
 
