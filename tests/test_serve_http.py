@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.http_api import create_app
 from agentworld.serve.mock_server import MockConfig, run_mock_server
-from agentworld.serve.net import bind_tcp
+from agentworld.serve.net import bind_tcp, uvicorn_config
 from serving import wait_listening
 
 TOOLS = json.loads((Path(__file__).parent / "fixtures" / "airline_tools.json").read_text())["tools"]
@@ -37,7 +37,7 @@ def serve(app: Any) -> Iterator[str]:
     """Run an ASGI app with its lifespan in a thread on 127.0.0.1; yield its base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(app))
     sock = bind_tcp("127.0.0.1", 0)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

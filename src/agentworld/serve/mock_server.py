@@ -44,7 +44,7 @@ from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
-from agentworld.serve.net import bind_tcp
+from agentworld.serve.net import bind_tcp, uvicorn_config
 
 RESPONSE_TAG = "predicted_observation"
 JUDGE_TAG = "final_evaluation"
@@ -502,10 +502,7 @@ def _server(app: Any) -> Any:
     """A uvicorn server tuned for many concurrent short requests (no access log, high limits)."""
     import uvicorn
 
-    uv_config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                               limit_concurrency=100_000, backlog=4096, timeout_keep_alive=30,
-                               timeout_graceful_shutdown=2)
-    return uvicorn.Server(uv_config)
+    return uvicorn.Server(uvicorn_config(app, lifespan="off", backlog=4096, timeout_graceful_shutdown=2))
 
 
 def base_url(sock: socket.socket) -> str:

@@ -29,6 +29,33 @@ def bind_tcp(host: str, port: int, backlog: int = 2048) -> socket.socket:
     return sock
 
 
+KEEP_ALIVE_S = 75.0
+"""How long an idle keep-alive connection stays open (uvicorn's default is 5 s).
+
+Why: a client must stop reusing an idle connection *before* the server closes it. httpx (the
+benchmarks', the tests' and most Python agents' client) reuses a pooled connection idle for up to
+5 s — uvicorn's default closes it at 5 s, so a request sent on a connection at the edge of its life
+meets a close that discards it unread and the kernel answers with a reset (``httpx.ReadError``,
+``ECONNRESET``). A busy event loop widens the window from microseconds to its lag, which is why
+``bench_sessions.py`` died at 64+ sessions. 75 s (nginx's default) is well above the idle expiry of
+common clients (httpx 5 s, aiohttp 15 s, Node 4-5 s, Go 90 s is the exception); idle sockets cost
+one file descriptor each.
+"""
+
+
+def uvicorn_config(asgi_app: Any, **overrides: Any) -> Any:
+    """The ``uvicorn.Config`` every agentworld server uses: quiet, high limits, long keep-alive.
+
+    ``overrides`` replace single settings (``lifespan``, ``timeout_graceful_shutdown``, ``backlog``).
+    """
+    import uvicorn
+
+    settings: dict[str, Any] = {"log_level": "warning", "access_log": False, "lifespan": "on",
+                                "limit_concurrency": 100_000, "backlog": 2048,
+                                "timeout_keep_alive": KEEP_ALIVE_S, "timeout_graceful_shutdown": 3}
+    return uvicorn.Config(asgi_app, **(settings | overrides))
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is reachable from this machine only (127.0.0.0/8, ::1, localhost)."""
     if host.lower() == "localhost":
@@ -68,9 +95,7 @@ def run_uvicorn(asgi_app: Any, host: str, port: int, path: str) -> None:
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"agentworld: listening on http://{shown}:{bound_port}{path}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(asgi_app, log_level="warning", access_log=False, lifespan="on",
-                            limit_concurrency=100_000, backlog=2048, timeout_graceful_shutdown=3)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(uvicorn_config(asgi_app)).run(sockets=[sock])
     finally:
         sock.close()
