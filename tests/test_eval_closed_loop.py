@@ -26,8 +26,9 @@ from agentworld.io import atomic_write_jsonl
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
 TASKS = Path(__file__).resolve().parents[1] / "examples" / "closed_loop" / "terminal_tasks.jsonl"
-real_sandbox = pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None,
-                                  reason=f"needs bubblewrap and tmux (missing: {missing_tools() or ['tmux']})")
+real_sandbox = pytest.mark.skipif(
+    bool(missing_tools()) or shutil.which("tmux") is None,
+    reason=f"needs bubblewrap and tmux (missing: {missing_tools() or ['tmux']})")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -207,14 +207,15 @@ def _closed_loop(config: ClosedLoopConfig, as_json: bool = False) -> None:
 
     with _errors():
         report = run_closed_loop(config)
-        typer.echo(json.dumps(report["summary"], indent=2) if as_json else render_text(report["summary"]))
+        summary = report["summary"]
+        typer.echo(json.dumps(summary, indent=2) if as_json else render_text(summary))
         typer.echo(f"wrote {config.out / 'report.json'} and {config.out / 'report.html'}", err=as_json)
 
 
 config_command(app, ClosedLoopConfig, _closed_loop, name="closed-loop",
                extra={"as_json": (bool, typer.Option(False, "--json", help="Print the summary as JSON."))},
-               help="Run each task with the same agent in the real environment and in the simulator (with and "
-                    "without ledger and router): per-step fidelity, first divergence, outcome agreement; "
+               help="Run each task with the same agent in the real environment and in the simulator (with "
+                    "and without ledger and router): per-step fidelity, first divergence, outcome agreement; "
                     "resumable.")
 
 

@@ -46,17 +46,20 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
         None, description="OpenAI-compatible base URL of the agent (or --scripted-agent instead).")
     agent_model: str | None = Field(  # type: ignore[assignment]
         None, description="Agent model name (with --agent-base-url).")
-    scripted_agent: bool = Field(False, description="Instead of an agent endpoint: try each task's candidates "
-                                 "in order, the next only after an observation showing an error (offline).")
+    scripted_agent: bool = Field(False, description="Instead of an agent endpoint: try each task's "
+                                 "candidates in order, the next only after an observation showing an error "
+                                 "(offline).")
     tasks: Path = Field(description="Tasks JSONL (id, domain, goal, expect, setup, candidates, check, "
                         "max_steps); see the README section on eval closed-loop.")
-    domains: list[str] = Field(default_factory=list, description="Only tasks of these domains (repeat or d1,d2).")
+    domains: list[str] = Field(default_factory=list,
+                               description="Only tasks of these domains (repeat or d1,d2).")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks (after --domains).")
     arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES),
-                            description="Simulator settings to compare (repeat or a,b): bare, ledger, router, "
-                            "ledger+router; default: all four.")
-    out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of this "
-                      "command is resumed; any other non-empty folder is refused.", json_schema_extra=_RUNTIME)
+                            description="Simulator settings to compare (repeat or a,b): bare, ledger, "
+                            "router, ledger+router; default: all four.")
+    out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of "
+                      "this command is resumed; any other non-empty folder is refused.",
+                      json_schema_extra=_RUNTIME)
     seed: int = Field(0, description="Seed of both episodes (the real environment's and the simulator's).")
     agent_max_tokens: int = Field(4096, ge=1, description="max_tokens of agent requests.")
     agent_temperature: float = Field(0.0, ge=0, description="Temperature of agent requests.")
@@ -75,8 +78,8 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
     @model_validator(mode="after")
     def _one_agent(self) -> ClosedLoopConfig:
         if (self.agent_base_url is None) == (not self.scripted_agent):
-            raise PydanticCustomError("agent", "give exactly one of --agent-base-url (with --agent-model) and "
-                                      "--scripted-agent")
+            raise PydanticCustomError("agent", "give exactly one of --agent-base-url (with --agent-model) "
+                                      "and --scripted-agent")
         if self.agent_base_url is not None and not self.agent_model:
             raise PydanticCustomError("agent", "--agent-base-url needs --agent-model")
         unknown = [a for a in self.arms if a not in ARM_NAMES]
@@ -131,8 +134,9 @@ def _open_run(out: Path, identity: dict[str, Any]) -> None:
                                   "changed (give a new or empty folder as --out)")
         changes = "; ".join(diff_sections(stored, identity))
         if changes:
-            raise ConfigMismatchError(f"{config_file} was written with a different configuration ({changes}); "
-                                      "use another --out folder, or restore the original settings")
+            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
+                                      f"({changes}); use another --out folder, or restore the original "
+                                      "settings")
         return
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(config_file, dumps(identity) + "\n")
@@ -151,13 +155,14 @@ def select_tasks(config: ClosedLoopConfig) -> list[ClosedLoopTask]:
     if config.scripted_agent:
         bare = [t.id for t in tasks if not t.candidates]
         if bare:
-            raise AgentWorldError(f"{config.tasks}: task {bare[0]!r} lists no candidates for --scripted-agent")
+            raise AgentWorldError(f"{config.tasks}: task {bare[0]!r} lists no candidates for "
+                                  "--scripted-agent")
     return tasks[:config.limit] if config.limit else tasks
 
 
 def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory | None = None,
                     model: ChatBackend | None = None) -> dict[str, Any]:
-    """Run (or resume) every task under every arm; write ``report.json`` and ``report.html``; return the report.
+    """Run (or resume) every task under every arm; write ``report.json`` and ``report.html``; return it.
 
     Args:
         agent: drive the episodes with this instead of what ``config`` names: an in-process chat
@@ -175,8 +180,8 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     from agentworld.eval.closedloop_run import Backends, run_tasks, write_reports
 
     tasks = select_tasks(config)
-    client = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
-              "timeout_s": config.timeout_s}
+    client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
+                              "timeout_s": config.timeout_s}
     world = model or build_backend(config.model, config.model_base_url, config.model_api_key,
                                    corpus=config.model_corpus or None,
                                    domains=sorted({t.domain for t in tasks}), **client)
@@ -194,6 +199,7 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
         from agentworld.redact import redact_text
 
         keys = [secret(config.agent_api_key), secret(config.model_api_key), secret(config.judge_api_key)]
-        raise AgentWorldError(f"{len(failures)} task(s) did not finish (first: {redact_text(failures[0], keys)});"
-                              f" the finished ones are kept in {config.out}: run the same command again to resume")
+        first = redact_text(failures[0], keys)
+        raise AgentWorldError(f"{len(failures)} task(s) did not finish (first: {first}); the finished ones "
+                              f"are kept in {config.out}: run the same command again to resume")
     return report

@@ -40,7 +40,8 @@ def _task(row: dict[str, Any]) -> str:
                                                         "<th>simulator</th><th>real environment</th>")
         for s in row["steps"])
     return (f'<details class="s" data-domain="{e(row["domain"])}"><summary>{e(row["task"])} '
-            f'<span class="badge b-dom">{e(row["domain"])}</span><span class="badge b-dom">{e(row["arm"])}</span>'
+            f'<span class="badge b-dom">{e(row["domain"])}</span>'
+            f'<span class="badge b-dom">{e(row["arm"])}</span>'
             f'{badge} <span class="note">rule fidelity {fid} · real steps {row["real_steps"]}, simulated '
             f'{row["sim_steps"]}</span></summary>{steps}</details>')
 
@@ -51,8 +52,9 @@ def render_html(report: dict[str, Any]) -> str:
             f'<b>judge</b> {e(str(report["judge"] or "-"))} · <b>seed</b> {report["seed"]} · <b>tasks</b> '
             f'{report["tasks_finished"]} of {report["tasks_planned"]}')
     note = ("Agree%: tasks whose check gives the same outcome in the real environment and in the simulator. "
-            "Diverged: tasks whose agent actions differ (1stDiv: mean first turn). Rule/Rubric: mean fidelity "
-            "of each simulated observation against the real environment's answer to the same action. "
+            "Diverged: tasks whose agent actions differ (1stDiv: mean first turn). Rule/Rubric: mean "
+            "fidelity of each simulated observation against the real environment's answer to the same "
+            "action. "
             "Routed%: simulated steps the router ran for real.")
     return ("<!doctype html><html><head><meta charset='utf-8'><title>closed-loop sim-to-real gap</title>"
             f"<style>{CSS}</style></head><body><h1>Closed-loop sim-to-real gap</h1>"

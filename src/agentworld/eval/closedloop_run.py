@@ -47,7 +47,7 @@ def _policies(config: ClosedLoopConfig, agent: Any, cache: ResponseCache) -> Pol
 
 
 async def _judge(pairs: list[dict[str, Any]], backend: ChatBackend, model: str, cache: ResponseCache) -> None:
-    """Add the rubric total, on the 0–100 scale of ``eval score``, to each pair (None where the judge failed)."""
+    """Add the rubric total (0–100, as ``eval score`` scales it) to each pair; None where the judge failed."""
     from agentworld.domains.registry import DOMAINS
     from agentworld.eval.judge import JudgeSettings, judge_sample
     from agentworld.eval.score import normalise
@@ -83,7 +83,8 @@ async def run_tasks(config: ClosedLoopConfig, tasks: list[ClosedLoopTask], backe
                 if (task.id, arm) in done:
                     continue
                 sim = await run_sim(task, start, backends.world, arm, real, config.seed, caches["world"])
-                truth = real if first_divergence(real, sim) is None else await replay_real(task, sim, config.seed)
+                diverged = first_divergence(real, sim) is not None
+                truth = await replay_real(task, sim, config.seed) if diverged else real
                 pairs = step_pairs(task, sim, truth)
                 if backends.judge is not None:
                     await _judge(pairs, backends.judge, config.judge_model or "", caches["judge"])
@@ -106,7 +107,8 @@ async def run_tasks(config: ClosedLoopConfig, tasks: list[ClosedLoopTask], backe
 
 
 def write_reports(config: ClosedLoopConfig, planned: int) -> dict[str, Any]:
-    """``report.json`` (summary per domain and arm, every task's row) and ``report.html``, from the journal."""
+    """``report.json`` (summary per domain and arm, every task's row) and ``report.html``, from the
+    journal."""
     from agentworld.eval.closedloop_render import write_html
     from agentworld.io import atomic_write_text, dumps
 
@@ -114,7 +116,8 @@ def write_reports(config: ClosedLoopConfig, planned: int) -> dict[str, Any]:
     order = {arm: i for i, arm in enumerate(config.arms)}
     rows.sort(key=lambda r: (r["domain"], r["task"], order.get(r["arm"], len(order))))
     report = {"format": "agentworld-closed-loop-report/1", "agent": config.agent_name, "model": config.model,
-              "judge": config.judge_model, "seed": config.seed, "arms": list(config.arms), "tasks_planned": planned,
+              "judge": config.judge_model, "seed": config.seed, "arms": list(config.arms),
+              "tasks_planned": planned,
               "tasks_finished": len({r["task"] for r in rows}), "summary": summarize(rows),
               "tasks": [{k: v for k, v in r.items() if k != "kind"} for r in rows]}
     atomic_write_text(config.out / "report.json", dumps(report) + "\n")

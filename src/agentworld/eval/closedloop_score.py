@@ -23,7 +23,7 @@ from agentworld.schema import BenchSample
 
 
 def first_divergence(real: Trajectory, sim: Trajectory) -> int | None:
-    """The first agent turn (1-based) whose actions differ, or where only one episode went on; None if none."""
+    """The first agent turn (1-based) whose actions differ or where only one episode went on (None: never)."""
     ours, theirs = [s.action for s in real.steps], [s.action for s in sim.steps]
     for turn, (a, b) in enumerate(zip(ours, theirs, strict=False), 1):
         if a != b:
@@ -57,7 +57,7 @@ def step_pairs(task: ClosedLoopTask, sim: Trajectory, truth: Trajectory) -> list
                 break
             first = truth.initial if actions.initial_in_action and not texts else None
             check_text = actions.render(actions.parse(task.check), first)
-            prompt, response, label = texts + [check_text], seen + [truth.check], "check"
+            prompt, response, label = [*texts, check_text], [*seen, truth.check], "check"
         sample = BenchSample(task=task.domain, id=f"{task.id}-{label}", prompt=prompt, response=response,
                              turn_idx=len(prompt))
         pairs.append({"turn": label, "sample": sample, "simulated": simulated, "real": response[-1]})
@@ -79,7 +79,8 @@ def task_row(task: ClosedLoopTask, arm: str, real: Trajectory, sim: Trajectory,
              steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The journal row of one task under one arm."""
     rubric = [s["rubric"] for s in steps if s.get("rubric") is not None]
-    return {"task": task.id, "domain": task.domain, "arm": arm, "first_divergence": first_divergence(real, sim),
+    return {"task": task.id, "domain": task.domain, "arm": arm,
+            "first_divergence": first_divergence(real, sim),
             "real_success": real.success, "sim_success": sim.success, "agree": real.success == sim.success,
             "fidelity": round(fmean(s["rule"] for s in steps), 2) if steps else None,
             "rubric": round(fmean(rubric), 2) if rubric else None,
@@ -103,7 +104,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, A
         groups[(row["domain"], row["arm"])].append(row)
         groups[("all", row["arm"])].append(row)
     out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    domains = sorted({domain for domain, _ in groups} - {"all"}) + ["all"]
+    domains = [*sorted({domain for domain, _ in groups} - {"all"}), "all"]
     keys = [(domain, arm) for domain in domains for arm in arms if (domain, arm) in groups]
     for domain, arm in keys:
         group = groups[(domain, arm)]
@@ -117,8 +118,10 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, A
             "steps_compared": len(steps), "rule_fidelity": _mean(s["rule"] for s in steps),
             "exact": round(100 * sum(s["exact"] for s in steps) / len(steps), 1) if steps else None,
             "rubric_fidelity": _mean(s.get("rubric") for s in steps),
-            "real_success": sum(r["real_success"] for r in group), "sim_success": sum(r["sim_success"] for r in group),
-            "real_routed_share": round(100 * sum(r["real_routed"] for r in group) / sim_steps, 1) if sim_steps else 0.0,
+            "real_success": sum(r["real_success"] for r in group),
+            "sim_success": sum(r["sim_success"] for r in group),
+            "real_routed_share": round(100 * sum(r["real_routed"] for r in group) / sim_steps, 1)
+            if sim_steps else 0.0,
         }
     return dict(out)
 
@@ -144,6 +147,6 @@ def render_text(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
     head = [name for name, _ in COLUMNS]
     rows = table_rows(summary)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in [head, *rows]]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in [head, *rows]]
     return "\n".join(lines)

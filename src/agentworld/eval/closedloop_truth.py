@@ -1,4 +1,4 @@
-"""Ground truth of ``eval closed-loop`` for the mock server: the real episodes, under the simulator's own messages.
+"""Ground truth of ``eval closed-loop`` for the mock: the real episodes under the simulator's own messages.
 
 Why capture rather than rebuild the messages: what the simulator sends (its system prompt, the
 ledger's summary, how the history is rendered) is the simulator's business, so the rows are taken
@@ -21,7 +21,8 @@ from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 
 
-def record_real(tasks: Iterable[ClosedLoopTask], start: PolicyFactory, seed: int = 0) -> dict[str, Trajectory]:
+def record_real(tasks: Iterable[ClosedLoopTask], start: PolicyFactory,
+                seed: int = 0) -> dict[str, Trajectory]:
     """Each task's real episode (what ``eval closed-loop`` journals as the task's real run)."""
     async def run() -> dict[str, Trajectory]:
         return {task.id: await run_real(task, start, seed) for task in tasks}
