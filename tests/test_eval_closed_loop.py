@@ -71,3 +71,99 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
     assert "terminal  bare" in done.stdout and "100.0" in done.stdout
     page = (out / "report.html").read_text()
     assert "Closed-loop sim-to-real gap" in page and "no divergence" in page and "differs" not in page
+
+
+RETRIEVAL = {  # measured: the README's finding (scripted agent, 7 terminal tasks, seed 0)
+    "bare": {"outcome_agreement": 0.0, "diverged": 6, "rule_fidelity": 12.5, "real_routed_share": 0.0},
+    "ledger": {"outcome_agreement": 0.0, "diverged": 6, "rule_fidelity": 12.5, "real_routed_share": 0.0},
+    "router": {"outcome_agreement": 71.4, "diverged": 2, "rule_fidelity": 85.71, "real_routed_share": 83.3},
+    "ledger+router": {"outcome_agreement": 71.4, "diverged": 2, "rule_fidelity": 85.71,
+                      "real_routed_share": 83.3},
+}
+
+
+def journal_keys(out: Path) -> list[tuple[str, str, str]]:
+    rows = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines() if line.strip()]
+    return [(r["kind"], r["task"], r.get("arm", "")) for r in rows]
+
+
+@real_sandbox
+def test_the_retrieval_model_shows_the_measured_gap_and_a_killed_run_resumes_without_repeating(
+        tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("--tasks", str(TASKS), "--scripted-agent", "--model", "retrieval", "--out", str(out))
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    first = report(out)
+    for arm, expected in RETRIEVAL.items():
+        line = first["summary"]["terminal"][arm]
+        assert {k: line[k] for k in expected} == expected, arm
+        assert line["tasks"] == 7 and line["real_success"] == 7
+    assert first["summary"]["terminal"]["bare"]["first_divergence_mean"] == 2.0
+    keys = journal_keys(out)
+    assert len(keys) == len(set(keys)) == 7 + 7 * 4
+    # a kill mid-run leaves the journal cut short, its last line torn; the report not yet written
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    (out / "episodes.jsonl").write_text("\n".join(lines[:-3]) + "\n" + lines[-3][:40])
+    (out / "report.json").unlink()
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    resumed = journal_keys(out)
+    assert len(resumed) == len(set(resumed)) == 7 + 7 * 4
+    assert resumed[:len(lines) - 3] == keys[:len(lines) - 3]
+    assert report(out)["summary"] == first["summary"]
+
+
+@real_sandbox
+def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_outcome(tmp_path: Path) -> None:
+    from agentworld.eval.closedloop import ClosedLoopConfig, run_closed_loop
+    from agentworld.models.base import ChatRequest
+    from agentworld.models.scripted import ScriptedBackend
+
+    def agent(request: ChatRequest) -> str:
+        users = sum(m.role == "user" for m in request.messages)
+        return '[{"keystrokes": "cat README.md\\n", "duration": 1.0}]' if users == 1 else "DONE"
+
+    def world(request: ChatRequest) -> str:
+        return ("<predicted_observation>\nroot@host:/app# cat README.md\ncat: README.md: No such file or "
+                "directory\nroot@host:/app#\n</predicted_observation>")
+
+    tasks = subset(tmp_path, ("wrong-name",))
+    config = ClosedLoopConfig(tasks=tasks, agent_base_url="http://127.0.0.1:9/v1", agent_model="scripted",
+                              model="scripted", arms=["bare"], out=tmp_path / "run")
+    result = run_closed_loop(config, agent=ScriptedBackend(default=agent), model=ScriptedBackend(default=world))
+    (row,) = result["tasks"]
+    assert row["first_divergence"] is None and (row["real_steps"], row["sim_steps"]) == (1, 1)
+    assert row["real_success"] and not row["sim_success"] and not row["agree"]
+    assert "No such file" in row["steps"][0]["simulated"] and "Run make test" in row["steps"][0]["real"]
+    assert row["steps"][0]["rule"] < 50
+    assert result["summary"]["terminal"]["bare"]["outcome_agreement"] == 0.0
+
+
+def test_a_bad_task_line_is_one_error_naming_file_line_task_and_field(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(TASKS.read_text().splitlines()[0] + "\n"
+                     + json.dumps({"id": "x", "domain": "terminal", "goal": "g", "expect": "e",
+                                   "candidates": [{"nope": 1}]}) + "\n")
+    done = cli("--tasks", str(tasks), "--scripted-agent", "--model", "retrieval", "--out", str(tmp_path / "o"))
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "tasks.jsonl:2, sample 'x', field 'candidates[0]'" in line and "keystrokes" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_agent_options_and_arms_are_checked_together(tmp_path: Path) -> None:
+    base = ("--tasks", str(TASKS), "--model", "retrieval", "--out", str(tmp_path / "o"))
+    both = cli(*base, "--scripted-agent", "--agent-base-url", "http://127.0.0.1:9/v1", "--agent-model", "a")
+    assert both.returncode == 2 and "give exactly one of --agent-base-url" in both.stderr
+    arm = cli(*base, "--scripted-agent", "--arms", "bare,oracle")
+    assert arm.returncode == 2 and "unknown arm 'oracle'" in arm.stderr
+
+
+def test_a_foreign_folder_is_refused_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    done = cli("--tasks", str(TASKS), "--scripted-agent", "--model", "retrieval", "--out", str(out))
+    assert done.returncode == 2 and "not a closed-loop run" in done.stderr
+    assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "keep"
