@@ -167,3 +167,40 @@ def test_a_foreign_folder_is_refused_untouched(tmp_path: Path) -> None:
     done = cli("--tasks", str(TASKS), "--scripted-agent", "--model", "retrieval", "--out", str(out))
     assert done.returncode == 2 and "not a closed-loop run" in done.stderr
     assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "keep"
+
+
+def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The notes domain (``tests/example_domain``): its environment and error text come from its plugin
+    and the task; a world model that replays the notebook agrees, one that answers OK to all does not."""
+    monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
+    from agentworld.eval.closedloop import ClosedLoopConfig, run_closed_loop
+    from agentworld.models.base import ChatRequest
+    from agentworld.models.scripted import ScriptedBackend
+    from example_domain.env import Notebook
+
+    def faithful(request: ChatRequest) -> str:
+        notebook = Notebook()
+        shown = [notebook.step(m.content) for m in request.messages if m.role == "user"]
+        return f"<predicted_observation>\n{shown[-1]}\n</predicted_observation>"
+
+    tasks = tmp_path / "notes.jsonl"
+    tasks.write_text(json.dumps({"id": "fruit", "domain": "notes", "goal": "Show the fruit.",
+                                 "setup": ["set fruit pear"], "candidates": ["get fruits", "get fruit"],
+                                 "errors": [r"^\(no such key"], "check": "list",
+                                 "expect": "fruit = pear"}) + "\n")
+
+    def run(name: str, model: ScriptedBackend) -> dict[str, Any]:
+        config = ClosedLoopConfig(tasks=tasks, scripted_agent=True, model="scripted", arms=["bare", "router"],
+                                  out=tmp_path / name)
+        return run_closed_loop(config, model=model)
+
+    good = run("faithful", ScriptedBackend(default=faithful))["summary"]["notes"]
+    assert all(line["outcome_agreement"] == 100.0 and line["diverged"] == 0 and line["rule_fidelity"] == 100.0
+               for line in good.values())
+    assert good["router"]["real_routed_share"] == 100.0 and good["bare"]["real_routed_share"] == 0.0
+    ok = "<predicted_observation>\nOK\n</predicted_observation>"
+    bad = run("always-ok", ScriptedBackend(default=lambda request: ok))
+    (bare, routed) = bad["tasks"]
+    assert bare["first_divergence"] == 2 and not bare["agree"] and (bare["real_steps"], bare["sim_steps"]) == (2, 1)
+    assert [s["real"] for s in bare["steps"]] == ["(no such key: fruits)", "fruit = pear"]
+    assert routed["first_divergence"] is None and routed["agree"]
