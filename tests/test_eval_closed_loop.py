@@ -115,7 +115,8 @@ def test_the_retrieval_model_shows_the_measured_gap_and_a_killed_run_resumes_wit
 
 
 @real_sandbox
-def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_outcome(tmp_path: Path) -> None:
+def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_outcome(
+        tmp_path: Path) -> None:
     from agentworld.eval.closedloop import ClosedLoopConfig, run_closed_loop
     from agentworld.models.base import ChatRequest
     from agentworld.models.scripted import ScriptedBackend
@@ -131,7 +132,8 @@ def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_o
     tasks = subset(tmp_path, ("wrong-name",))
     config = ClosedLoopConfig(tasks=tasks, agent_base_url="http://127.0.0.1:9/v1", agent_model="scripted",
                               model="scripted", arms=["bare"], out=tmp_path / "run")
-    result = run_closed_loop(config, agent=ScriptedBackend(default=agent), model=ScriptedBackend(default=world))
+    result = run_closed_loop(config, agent=ScriptedBackend(default=agent),
+                             model=ScriptedBackend(default=world))
     (row,) = result["tasks"]
     assert row["first_divergence"] is None and (row["real_steps"], row["sim_steps"]) == (1, 1)
     assert row["real_success"] and not row["sim_success"] and not row["agree"]
@@ -145,7 +147,8 @@ def test_a_bad_task_line_is_one_error_naming_file_line_task_and_field(tmp_path: 
     tasks.write_text(TASKS.read_text().splitlines()[0] + "\n"
                      + json.dumps({"id": "x", "domain": "terminal", "goal": "g", "expect": "e",
                                    "candidates": [{"nope": 1}]}) + "\n")
-    done = cli("--tasks", str(tasks), "--scripted-agent", "--model", "retrieval", "--out", str(tmp_path / "o"))
+    done = cli("--tasks", str(tasks), "--scripted-agent", "--model", "retrieval",
+               "--out", str(tmp_path / "o"))
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "tasks.jsonl:2, sample 'x', field 'candidates[0]'" in line and "keystrokes" in line
@@ -201,6 +204,7 @@ def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest
     ok = "<predicted_observation>\nOK\n</predicted_observation>"
     bad = run("always-ok", ScriptedBackend(default=lambda request: ok))
     (bare, routed) = bad["tasks"]
-    assert bare["first_divergence"] == 2 and not bare["agree"] and (bare["real_steps"], bare["sim_steps"]) == (2, 1)
+    assert bare["first_divergence"] == 2 and not bare["agree"]
+    assert (bare["real_steps"], bare["sim_steps"]) == (2, 1)
     assert [s["real"] for s in bare["steps"]] == ["(no such key: fruits)", "fruit = pear"]
     assert routed["first_divergence"] is None and routed["agree"]
