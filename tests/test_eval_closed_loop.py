@@ -208,3 +208,26 @@ def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest
     assert (bare["real_steps"], bare["sim_steps"]) == (2, 1)
     assert [s["real"] for s in bare["steps"]] == ["(no such key: fruits)", "fruit = pear"]
     assert routed["first_divergence"] is None and routed["agree"]
+
+
+def test_first_divergence_and_the_page_escapes_what_the_episodes_showed() -> None:
+    from agentworld.eval.closedloop_episode import Step, Trajectory
+    from agentworld.eval.closedloop_render import render_html
+    from agentworld.eval.closedloop_score import first_divergence, summarize
+
+    def episode(*actions: str) -> Trajectory:
+        steps = [Step(a, a, "<script>alert(1)</script>") for a in actions]
+        return Trajectory("", [], steps, None, True, "done")
+
+    assert first_divergence(episode("a", "b"), episode("a", "b")) is None
+    assert first_divergence(episode("a", "b"), episode("a", "c")) == 2
+    assert first_divergence(episode("a"), episode("a", "b")) == 2
+    assert first_divergence(episode(), episode("a")) == 1
+    step = {"turn": "1", "action": "<b>x</b>", "simulated": "<script>alert(1)</script>", "real": "ok",
+            "rule": 0.0, "exact": False, "rubric": None}
+    row = {"task": "<i>t</i>", "domain": "terminal", "arm": "bare", "first_divergence": None,
+           "real_success": True, "sim_success": True, "agree": True, "fidelity": 0.0, "rubric": None,
+           "real_steps": 1, "sim_steps": 1, "real_routed": 0, "sim_ended": "done", "steps": [step]}
+    page = render_html({"agent": "a", "model": "m", "judge": None, "seed": 0, "tasks_finished": 1,
+                        "tasks_planned": 1, "summary": summarize([row]), "tasks": [row]})
+    assert "<script>" not in page and "&lt;script&gt;" in page and "<i>t</i>" not in page
