@@ -39,7 +39,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+try:  # httpx2's connection pool is linear; httpx 0.28's is quadratic in its connections (a
+    import httpx2 as httpx  # thousand-connection pool spends seconds of CPU per request)
+except ImportError:
+    import httpx  # type: ignore[no-redef]
 
 TOOLS = [{"name": "get_user_details", "description": "Get the details of a user.",
           "inputSchema": {"type": "object", "properties": {"user_id": {"type": "string"}},
