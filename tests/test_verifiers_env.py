@@ -16,6 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agentworld.errors import AgentWorldError, DataError
@@ -133,8 +134,6 @@ def test_vf_loads_the_package_and_runs_a_group_of_8_against_the_mock(tmp_path: P
         env = vf.load_environment("agentworld-sim", world=str(world), model_base_url=mock_url, model="mock")
         assert isinstance(env, vf.Environment) and env.env_id == "agentworld-sim"
         outputs = _group(env, 0, _client(agent_url))
-        import httpx
-
         stats = httpx.get(mock_url.removesuffix("/v1") + "/_mock/stats").json()
     assert len(outputs) == 8 and all(o["error"] is None for o in outputs)
     # the "trace" task: the 4 rollouts that cancelled B1 pass, the 4 that cancelled B2 do not
@@ -160,3 +159,37 @@ def test_rule_check_reads_the_final_state_and_the_rows_controls(tmp_path: Path) 
     assert [o["reward"] for o in denied] == [0.0, 0.0]
     assert all(o["metrics"]["faults"] == 1.0 for o in denied)
     assert all(o["metrics"]["faults"] == 0.0 for o in clean)
+
+
+# -- mode=world-model: the policy is the world model, scored by the rule or the hybrid reward ----------
+
+def _world_model_policy(path: str, body: dict[str, Any], headers: Any) -> str:
+    """Predicts the echoed token (the truth) for rollouts of t0-1, a wrong observation for t0-2."""
+    action = body["messages"][-1]["content"]
+    token = action.split("echo ")[1].split("\\n")[0]
+    shown = token if token.endswith("-0") else "wrong"
+    observation = f"**Environment Observation:**\n{shown}\nroot@box:/app#"
+    return f"<predicted_observation>{observation}</predicted_observation>"
+
+
+@pytest.mark.parametrize("reward", ["rule", "hybrid"])
+def test_world_model_mode_scores_predictions_with_rule_or_hybrid_reward(tmp_path: Path, reward: str) -> None:
+    pytest.importorskip("verifiers", reason="verifiers is not installed")
+    from test_eval_helpers import bench_rows, write_bench
+
+    data = write_bench(tmp_path / "data", bench_rows(1, turns=2))
+    with run_mock_server(MockConfig()) as judge_url, chat_server(_world_model_policy) as policy_url:
+        env = direct_load(mode="world-model", data=str(data), reward=reward, judge="judge",
+                          judge_base_url=judge_url)
+        right, wrong = _group(env, 0, _client(policy_url), n=2), _group(env, 1, _client(policy_url), n=2)
+        judged = httpx.get(judge_url.removesuffix("/v1") + "/_mock/stats").json().get("judge", 0)
+    assert judged == (4 if reward == "hybrid" else 0)
+    assert [o["reward"] for o in right] == [1.0, 1.0]  # the truth: full rubric (mock judge) and rule
+    assert all(o["reward"] < 0.5 for o in wrong)
+    if reward == "rule":
+        assert [o["reward"] for o in wrong] == [0.0, 0.0]
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(AgentWorldError, match="unknown mode 'critic'"):
+        direct_load("w", mode="critic")

@@ -203,7 +203,8 @@ def _rubric(worlds: WorldTasks) -> Any:
     return rubric
 
 
-def load_environment(world: str | Sequence[str] = "", *, controls: str | Sequence[str] = CLEAN, seed: int = 0,
+def load_environment(world: str | Sequence[str] = "", *, mode: str = "agent",
+                     controls: str | Sequence[str] = CLEAN, seed: int = 0,
                      model: str = "mock", model_base_url: str | None = None, model_api_key: str | None = None,
                      world_model: ChatBackend | None = None, max_turns: int = 10,
                      system_prompt: str = SYSTEM_PROMPT, **env_kwargs: Any) -> Any:
@@ -211,6 +212,9 @@ def load_environment(world: str | Sequence[str] = "", *, controls: str | Sequenc
 
     Args:
         world: world folder(s) (``agentworld synth`` output); one row per task and control spec.
+        mode: ``agent`` (this module), or ``world-model``: the policy is the world model, scored by the
+            rule or hybrid reward on AgentWorldBench turns (:mod:`agentworld.train.verifiers_wm`; its
+            arguments ``data``, ``reward``, ``judge*`` come through ``env_kwargs``).
         controls: control spec stem(s) of the worlds' ``controls/`` (``clean``: none).
         seed: seed of the first row (row ``i``: ``seed + i``).
         model, model_base_url, model_api_key: the world-model endpoint (OpenAI-compatible); without a
@@ -222,6 +226,12 @@ def load_environment(world: str | Sequence[str] = "", *, controls: str | Sequenc
     Raises:
         AgentWorldError: no world given, or a world folder does not load.
     """
+    if mode == "world-model":
+        from agentworld.train.verifiers_wm import load_world_model_environment
+
+        return load_world_model_environment(**env_kwargs)
+    if mode != "agent":
+        raise AgentWorldError(f"{ENV_ID}: unknown mode {mode!r} (known: agent, world-model)")
     folders = [world] if isinstance(world, str) else list(world)
     if not any(folders):
         raise AgentWorldError(f"{ENV_ID}: pass world=<folder> (a world folder from `agentworld synth`)")
