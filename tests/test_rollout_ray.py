@@ -222,3 +222,35 @@ def test_sigkilled_run_resumes_without_repeating_episodes(on_ray: bool, request:
     assert out.with_suffix(".steps.jsonl").read_text() == whole.with_suffix(".steps.jsonl").read_text()
     assert [json.loads(line)["meta"]["episode"] for line in out.read_text().splitlines()] == list(range(6))
     assert not journal_path(out).exists()
+
+
+@needs_ray
+def test_world_sweep_on_ray_equals_in_process(ray_address: str, tmp_path: Path) -> None:
+    """`--world --sweep-controls --ray`: the task checks travel to the actors; same rows and episodes."""
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+    from test_rollout_sweep import RESULT, _world_dir, agent_reply
+
+    def answer(path: str, body: dict[str, Any], _headers: Any) -> str:
+        if path.startswith("/agent/"):
+            return agent_reply(body["messages"][-1]["content"])
+        return f"<predicted_observation>{RESULT}</predicted_observation>"
+
+    root = _world_dir(tmp_path / "w")
+    outputs = []
+    with chat_server(answer) as url:
+        for name, ray in (("local", []), ("ray", ["--ray", ray_address, "--sessions-per-actor", "2"])):
+            out = tmp_path / f"{name}.jsonl"
+            result = CliRunner().invoke(app, [
+                "train", "rollout", "--world", str(root), "--sweep-controls", "--out", str(out),
+                "--episodes", "2", "--max-turns", "3", "--agent-base-url", f"{url}/agent/v1",
+                "--agent-model", "agent",
+                "--model-base-url", f"{url}/world/v1", "--model", "world", *ray],
+                env={"AGENTWORLD_AGENT_API_KEY": "a", "AGENTWORLD_MODEL_API_KEY": "w"})
+            assert result.exit_code == 0, result.output
+            outputs.append((result.output, out.read_text(), out.with_suffix(".sweep.json").read_text()))
+    assert outputs[0] == outputs[1]
+    rows = [json.loads(line) for line in outputs[1][0].strip().splitlines()]
+    assert [(r["controls"], r["success_rate"]) for r in rows] == [("clean", 1.0), ("denied", 0.0),
+                                                                   ("intermittent", 1.0)]
