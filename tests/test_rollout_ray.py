@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
+from agentworld.errors import AgentWorldError
 from agentworld.sim.types import WorldSpec
 from agentworld.train.rollout import Curriculum, Episode, run_rollouts
 from agentworld.train.rollout_jobs import EpisodeJob, curriculum_jobs, fingerprint, journal_path
-from agentworld.train.rollout_ray import EndpointSpec, RayRolloutError, run_jobs_ray
+from agentworld.train.rollout_ray import EndpointSpec, RayRolloutError, check_address, run_jobs_ray
 from serving import chat_server
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -254,3 +255,17 @@ def test_world_sweep_on_ray_equals_in_process(ray_address: str, tmp_path: Path) 
     rows = [json.loads(line) for line in outputs[1][0].strip().splitlines()]
     assert [(r["controls"], r["success_rate"]) for r in rows] == [("clean", 1.0), ("denied", 0.0),
                                                                    ("intermittent", 1.0)]
+
+
+def test_an_unreachable_ray_address_fails_fast() -> None:
+    """Ray retries an unreachable head for minutes; the rollout says at once that nothing answers."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with pytest.raises(AgentWorldError, match=rf"--ray 127.0.0.1:{port}: nothing answers there"):
+        check_address(f"127.0.0.1:{port}")
+    with pytest.raises(AgentWorldError, match=r"--ray cluster: give 'local', 'auto', HOST:PORT"):
+        check_address("cluster")
+    check_address("local")

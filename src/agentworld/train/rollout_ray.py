@@ -17,6 +17,7 @@ names the episode; the actors are killed, the journal keeps what finished, ``--r
 from __future__ import annotations
 
 import math
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from agentworld.redact import redact_text
 from agentworld.train.rollout import Episode
 from agentworld.train.rollout_jobs import EpisodeJob, EpisodeRun
 
-__all__ = ["EndpointSpec", "RayRolloutError", "connect", "run_jobs_ray"]
+__all__ = ["EndpointSpec", "RayRolloutError", "check_address", "connect", "run_jobs_ray"]
 
 
 class RayRolloutError(AgentWorldError):
@@ -81,10 +82,31 @@ def _ray() -> Any:
     return ray
 
 
+def check_address(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast when nothing listens at a ``host:port`` or ``ray://host:port`` address.
+
+    Why: Ray itself keeps retrying an unreachable head for minutes, which looks like a hang.
+
+    Raises:
+        AgentWorldError: the address has no port, or nothing accepts a connection there.
+    """
+    if address in ("local", "auto"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise AgentWorldError(f"--ray {address}: give 'local', 'auto', HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise AgentWorldError(f"--ray {address}: nothing answers there ({exc}); is the Ray head running?") \
+            from None
+
+
 def connect(address: str) -> Any:
     """Join the cluster at ``address`` (``local`` starts a local instance); an initialised Ray is kept."""
     ray = _ray()
     if not ray.is_initialized():
+        check_address(address)
         try:
             ray.init(address=None if address == "local" else address, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=False)
