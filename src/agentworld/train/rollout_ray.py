@@ -51,11 +51,12 @@ class EndpointSpec:
     api_key: SecretStr | None = field(default=None, repr=False)
     corpus: tuple[Path, ...] = ()
 
-    def build(self) -> ChatBackend:
+    def build(self, **client: Any) -> ChatBackend:
+        """The backend; ``client`` options (``concurrency`` …) apply to a served endpoint only."""
         from agentworld.endpoints import build_backend
 
         backend: ChatBackend = build_backend(self.name, self.base_url, self.api_key,
-                                             corpus=list(self.corpus) or None)
+                                             corpus=list(self.corpus) or None, **client)
         return backend
 
     def secret(self) -> str | None:
@@ -63,11 +64,16 @@ class EndpointSpec:
 
 
 class _SessionsActor:
-    """Holds the backends; each ``run`` call is one simulator session (``max_concurrency`` at once)."""
+    """Holds the backends; each ``run`` call is one simulator session (``max_concurrency`` at once).
 
-    def __init__(self, agent: EndpointSpec, world: EndpointSpec) -> None:
-        self.agent = agent.build()
-        self.world = world.build()
+    The clients allow at least as many requests in flight as there are sessions, so a large
+    ``sessions_per_actor`` is not throttled by the client's default concurrency (16).
+    """
+
+    def __init__(self, agent: EndpointSpec, world: EndpointSpec, sessions: int) -> None:
+        client = {"concurrency": max(16, sessions)}
+        self.agent = agent.build(**client)
+        self.world = world.build(**client)
 
     async def run(self, run: EpisodeRun) -> str:
         episode = await run(self.agent, self.world)
@@ -151,7 +157,7 @@ def run_jobs_ray(jobs: Sequence[EpisodeJob], agent: EndpointSpec, world: Endpoin
     capacity = actors * sessions_per_actor
     window = max(1, window if window is not None else 2 * capacity)
     actor_class = ray.remote(num_cpus=1, max_concurrency=sessions_per_actor)(_SessionsActor)
-    handles = [actor_class.remote(agent, world) for _ in range(actors)]
+    handles = [actor_class.remote(agent, world, sessions_per_actor) for _ in range(actors)]
     secrets = [agent.secret(), world.secret()]
     load = [0] * actors
     pending: dict[Any, tuple[int, int]] = {}
