@@ -123,6 +123,30 @@ def test_order_kept_when_actors_finish_out_of_order(ray_address: str) -> None:
 
 
 @needs_ray
+def test_reorder_buffer_is_bounded(ray_address: str) -> None:
+    """With ``window=3`` nothing is submitted three places past the next episode to yield: while episode 0
+    is held (until 1 and 2 are done), episode 3 has not started although sessions are free."""
+    release = threading.Event()
+    script = Script(hold={0: release})
+    started_3_after_0: list[bool] = []
+
+    def on_result(job: EpisodeJob, episode: Episode) -> None:
+        if job.key == "0":
+            started_3_after_0.append(3 not in script.agent_calls)
+        if {1, 2} <= set(script.finished):
+            release.set()
+
+    with chat_server(script) as url:
+        agent, world = _endpoints(url)
+        jobs = curriculum_jobs(SPEC, CURRICULUM, 5, 5, task="weather", agent_model="agent")
+        yielded = [e.index for e in run_jobs_ray(jobs, agent, world, actors=2, sessions_per_actor=2, window=3,
+                                                  on_result=on_result)]
+    assert yielded == [0, 1, 2, 3, 4]
+    assert script.finished.index(0) > max(script.finished.index(1), script.finished.index(2))
+    assert started_3_after_0 == [True]
+
+
+@needs_ray
 def test_failed_episode_is_named_not_hung(ray_address: str) -> None:
     """An exception inside an actor stops the run with the episode's key; the others arrive first."""
     import functools
