@@ -167,7 +167,7 @@ def test_failed_episode_is_named_not_hung(ray_address: str) -> None:
                 as err:
             list(stream)
     assert err.value.key == "ep-7"
-    assert "--resume" in str(err.value)
+    assert "--resume" in str(err.value) and "\n" not in str(err.value)
     assert arrived == ["0"]
 
 

@@ -33,6 +33,9 @@ from agentworld.train.rollout_jobs import EpisodeJob, EpisodeRun
 
 __all__ = ["EndpointSpec", "RayRolloutError", "check_address", "connect", "run_jobs_ray"]
 
+MAX_ERROR_CHARS = 2000
+"""How much of an actor's error (on one line: a CLI error is one line) the run's error quotes."""
+
 
 class RayRolloutError(AgentWorldError):
     """An episode failed on Ray; ``key`` names it."""
@@ -128,8 +131,8 @@ def _failure(ray: Any, exc: BaseException, key: str, secrets: list[str | None]) 
     else:
         inner = cause if isinstance(cause, BaseException) else exc
         text = f"episode {key} failed in its Ray actor: {type(inner).__name__}: {inner}"
-    text = redact_text(text.strip(), secrets)
-    return RayRolloutError(f"{text}\n(finished episodes are journaled: rerun with --resume to continue)", key)
+    text = " ".join(redact_text(text, secrets).split())[:MAX_ERROR_CHARS]
+    return RayRolloutError(f"{text} (finished episodes are journaled: rerun with --resume to continue)", key)
 
 
 def run_jobs_ray(jobs: Sequence[EpisodeJob], agent: EndpointSpec, world: EndpointSpec, *,
