@@ -112,12 +112,13 @@ def check_address(address: str, timeout_s: float = 5.0) -> None:
 
 
 def connect(address: str) -> Any:
-    """Join the cluster at ``address`` (``local`` starts a local instance); an initialised Ray is kept."""
+    """Join the cluster at ``address``, in Ray's own terms: ``local`` starts a new local instance, ``auto``
+    joins the running one (an error when there is none); an already initialised Ray is used as it is."""
     ray = _ray()
     if not ray.is_initialized():
         check_address(address)
         try:
-            ray.init(address=None if address == "local" else address, include_dashboard=False,
+            ray.init(address=address, include_dashboard=False,
                      ignore_reinit_error=True, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise AgentWorldError(f"--ray {address}: could not connect to Ray ({exc})") from None
@@ -142,7 +143,7 @@ def run_jobs_ray(jobs: Sequence[EpisodeJob], agent: EndpointSpec, world: Endpoin
     """Run the jobs on Ray actors; yield the episodes in job order.
 
     Args:
-        address: ``local`` (start or reuse a local instance), ``auto`` or a cluster address.
+        address: ``local`` (start a local instance), ``auto`` (the running cluster) or its address.
         actors: How many actors; default one per cluster CPU, no more than the jobs fill.
         sessions_per_actor: Episodes each actor runs at once.
         window: Bound of the reorder buffer; default twice the sessions in flight.
