@@ -171,6 +171,24 @@ def test_failed_episode_is_named_not_hung(ray_address: str) -> None:
     assert arrived == ["0"]
 
 
+async def _die(agent: Any, world: Any) -> Episode:
+    """An episode whose actor process exits (as when its node is lost)."""
+    os._exit(1)
+
+
+@needs_ray
+def test_a_dead_actor_is_named_not_hung(ray_address: str) -> None:
+    import ray
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    dead = EpisodeJob(key="ep-9", fingerprint=fingerprint({"dead": True}), run=_die)
+    with chat_server(Script()) as url:
+        agent, world = _endpoints(url)
+        with pytest.raises(RayRolloutError, match=r"the Ray actor running episode ep-9 died") as err:
+            list(run_jobs_ray([dead], agent, world, actors=1, sessions_per_actor=1))
+    assert err.value.key == "ep-9" and "\n" not in str(err.value)
+
+
 def _cli(out: Path, tools: Path, url: str, address: str | None, *extra: str) -> list[str]:
     """The rollout command line; ``address`` None runs the episodes in process."""
     ray = ["--ray", address] if address is not None else []
