@@ -146,6 +146,9 @@ async def _run(state: RunState, owned: list[ChatBackend]) -> ScoreReport:
     try:
         return await Runner(state).run()
     finally:
+        stats = getattr(state.model, "endpoint_stats", None)
+        if stats is not None:  # a pool of world-model endpoints: how each one did, in the run folder
+            atomic_write_text(state.run_dir / "endpoints.json", dumps({"endpoints": stats()}) + "\n")
         for backend in owned:
             closer = getattr(backend, "aclose", None)
             if closer is not None:

@@ -118,7 +118,9 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
 
     @app.get("/v1/health")
     async def health() -> Response:
-        return _json(200, {"status": "ok", "sessions": len(sessions)})
+        stats = getattr(backend, "endpoint_stats", None)
+        extra = {"endpoints": stats()} if stats is not None else {}
+        return _json(200, {"status": "ok", "sessions": len(sessions), **extra})
 
     @app.post("/v1/sessions", response_model=CreateSessionResponse)
     async def create_session(body: CreateSessionRequest) -> Response:
