@@ -28,6 +28,7 @@ from agentworld.models.openai_compat import OpenAIBackend
 from agentworld.models.pool import Endpoint, PoolBackend, choose, render_stats
 from agentworld.redact import redact_url
 from agentworld.schema import Message
+from agentworld.serve.mock_server import MockConfig, run_mock_server
 from test_eval_helpers import bench_rows, write_bench
 
 REQUEST = ChatRequest(messages=(Message(role="user", content="hi"),))
@@ -294,3 +295,23 @@ def test_eval_run_over_a_pool_survives_a_killed_endpoint(tmp_path: Path) -> None
     assert abs(healthy[0] - healthy[1]) <= 0.2 * max(healthy), (healthy, stats)
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["infer"]["model_base_url"] == f"{a},{b},{c}"
+
+
+def test_run_identity_ignores_pool_members_but_a_moved_single_url_is_refused(tmp_path: Path) -> None:
+    data = write_bench(tmp_path / "data", bench_rows(2))
+
+    def run(out: str, url: str) -> Any:
+        return CliRunner().invoke(app, ["run", "--data", str(data), "--model-base-url", url, "--model", "wm",
+                                        "--no-judge", "--out", str(tmp_path / out), "--no-progress"])
+
+    with run_mock_server(MockConfig(data=[data])) as a, run_mock_server(MockConfig(data=[data])) as b, \
+            run_mock_server(MockConfig(data=[data])) as c:
+        assert run("single", a).exit_code == 0
+        moved = run("single", b)
+        assert moved.exit_code == 2 and "model_base_url" in moved.output
+        assert run("single", f"{a},{b}").exit_code == 0  # one endpoint became a pool: same run
+        assert run("pool", f"{a},{b}").exit_code == 0
+        assert run("pool", f"{b},{c}").exit_code == 0  # members changed: same run
+        assert run("pool", c).exit_code == 0  # back to one endpoint: same run
+    rows = list(read_journal(tmp_path / "pool" / "predictions.jsonl"))
+    assert len(rows) == 6 and all(r["prediction"] for r in rows)  # nothing was predicted twice

@@ -19,6 +19,7 @@ from agentworld.domains.registry import DomainRegistry, load_domains
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import (
     EvalConfig,
+    align_pool,
     check_section,
     diff_sections,
     fingerprint_file,
@@ -80,10 +81,6 @@ def _sections(config: EvalConfig, samples: list[BenchSample], domains: DomainReg
     return resolved_sections(config, extras)
 
 
-def _is_pool(url: Any) -> bool:
-    return isinstance(url, str) and "," in url
-
-
 def _check_config(out: Path, stored: dict[str, Any], sections: dict[str, Any], judging: bool,
                   rejudge: bool) -> bool:
     """Refuse a changed run; returns whether the stored judgments must be archived (re-judging).
@@ -92,9 +89,8 @@ def _check_config(out: Path, stored: dict[str, Any], sections: dict[str, Any], j
     members are where the model runs, not what it is: with a pool on either side the URLs are not compared.
     """
     old_infer = redact_stored(stored.get("infer"))
-    if old_infer is not None and (_is_pool(old_infer.get("model_base_url"))
-                                  or _is_pool(sections["infer"].get("model_base_url"))):
-        old_infer = {**old_infer, "model_base_url": sections["infer"].get("model_base_url")}
+    if old_infer is not None:
+        old_infer = align_pool(old_infer, sections["infer"])
     check_section(out, old_infer, sections["infer"], "inference")
     old_judge = redact_stored(stored.get("judge"))
     if not judging:

@@ -22,7 +22,7 @@ from agentworld.domains.probes import Probe, probe_row, verdict
 from agentworld.domains.registry import load_domains
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, ConfigMismatchError, DataError
-from agentworld.eval.config import diff_sections
+from agentworld.eval.config import align_pool, diff_sections
 from agentworld.eval.infer import predict
 from agentworld.eval.probes_config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
@@ -115,7 +115,7 @@ def open_folder(out: Path, current: dict[str, Any]) -> None:
     if not isinstance(stored, dict) or stored.get("format") != RUN_FORMAT:
         raise AgentWorldError(f"{out}: not empty and not an 'agentworld eval probes' run; nothing was "
                               "changed. Give a new or empty folder as --out")
-    changes = "; ".join(diff_sections(stored.get("probes") or {}, current))
+    changes = "; ".join(diff_sections(align_pool(stored.get("probes") or {}, current), current))
     if changes:
         raise ConfigMismatchError(f"{out}/{CONFIG_NAME} was written with other settings ({changes}); use "
                                   "another --out folder, or restore the original settings")
@@ -182,6 +182,10 @@ class ProbeRun:
                 closer = getattr(self.backend, "aclose", None) if self.owned else None
                 if closer is not None:
                     await closer()
+                stats = getattr(self.backend, "endpoint_stats", None)
+                if stats is not None and self.config.out is not None:  # a pool: how each endpoint did
+                    atomic_write_text(self.config.out / "endpoints.json",
+                                      dumps({"endpoints": stats()}) + "\n")
 
 
 class _Quiet:
