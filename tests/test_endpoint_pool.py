@@ -19,6 +19,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from agentworld.cli_support import config_command, new_app
 from agentworld.endpoints import ModelEndpoint, base_urls, build_backend
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.eval.cli import app
@@ -28,8 +29,11 @@ from agentworld.models.openai_compat import OpenAIBackend
 from agentworld.models.pool import Endpoint, PoolBackend, choose, render_stats
 from agentworld.redact import redact_url
 from agentworld.schema import Message
+from agentworld.serve.config import HttpServeConfig
+from agentworld.serve.http_api import create_app
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from test_eval_helpers import bench_rows, write_bench
+from test_serve_http import SPEC, call, serve
 
 REQUEST = ChatRequest(messages=(Message(role="user", content="hi"),))
 
@@ -315,3 +319,38 @@ def test_run_identity_ignores_pool_members_but_a_moved_single_url_is_refused(tmp
         assert run("pool", c).exit_code == 0  # back to one endpoint: same run
     rows = list(read_journal(tmp_path / "pool" / "predictions.jsonl"))
     assert len(rows) == 6 and all(r["prediction"] for r in rows)  # nothing was predicted twice
+
+
+def test_serve_http_over_a_pool_shows_each_endpoint_in_health() -> None:
+    with run_mock_server(MockConfig()) as a, run_mock_server(MockConfig()) as b:
+        config = HttpServeConfig(model_base_url=[a, b], model="mock")  # type: ignore[arg-type]
+        with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as client:
+            sid = client.post("/v1/sessions", json={"spec": SPEC, "seed": 1}).json()["session_id"]
+            for i in range(4):
+                action = call("get_user_details", user_id=f"user_{i}")
+                step = client.post(f"/v1/sessions/{sid}/step", json={"action": action})
+                assert step.status_code == 200 and step.json()["source"] == "world_model", step.text
+            endpoints = client.get("/v1/health").json()["endpoints"]
+        assert [e["url"] for e in endpoints] == [a, b]
+        assert [e["requests"] for e in endpoints] == [2, 2] and all(e["errors"] == 0 for e in endpoints)
+        assert _served(a) == _served(b) == 2
+
+
+def test_every_model_base_url_option_repeats() -> None:
+    """Every command's world model is a ModelEndpoint, and its repeatable option comes from cli_support:
+    a command's own code never parses the list."""
+    seen: list[str | None] = []
+    command = new_app("test")
+    config_command(command, ModelEndpoint, lambda config: seen.append(config.model_base_url), name="go")
+    config_command(command, ModelEndpoint, lambda config: None, name="other")
+    args = ["go", "--model", "wm", "--model-base-url", "http://a/v1,http://b/v1",
+            "--model-base-url", "http://c/v1"]
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 0, result.output
+    assert seen == ["http://a/v1,http://b/v1,http://c/v1"]
+    one = CliRunner().invoke(command, ["go", "--model", "wm", "--model-base-url", "http://u:KEY@a/v1?x=1"])
+    assert one.exit_code == 0 and seen[-1] == "http://u:KEY@a/v1?x=1"  # one URL: as given
+    assert CliRunner().invoke(command, ["go", "--model", "wm"]).exit_code == 0 and seen[-1] is None
+    bad = CliRunner().invoke(command, [*args[:-1], "http://a/v1"])
+    assert isinstance(bad.exception, AgentWorldError)  # the root command makes it one red line, exit 2
+    assert str(bad.exception) == "--model-base-url: Value error, http://a/v1 is listed twice"
