@@ -32,7 +32,9 @@ from agentworld.schema import Message
 from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.http_api import create_app
 from agentworld.serve.mock_server import MockConfig, run_mock_server
+from serving import chat_server
 from test_eval_helpers import bench_rows, write_bench
+from test_rollout import TOOLS, WORLD, _agent
 from test_serve_http import SPEC, call, serve
 
 REQUEST = ChatRequest(messages=(Message(role="user", content="hi"),))
@@ -354,3 +356,31 @@ def test_every_model_base_url_option_repeats() -> None:
     bad = CliRunner().invoke(command, [*args[:-1], "http://a/v1"])
     assert isinstance(bad.exception, AgentWorldError)  # the root command makes it one red line, exit 2
     assert str(bad.exception) == "--model-base-url: Value error, http://a/v1 is listed twice"
+
+
+def test_train_rollout_over_a_pool_writes_its_endpoint_stats(tmp_path: Path) -> None:
+    from agentworld.cli import app as root
+
+    worlds: list[str] = []
+
+    def answer(path: str, body: dict[str, Any], headers: Any) -> str:
+        if path.startswith("/agent/"):
+            return _agent(None) if len(body["messages"]) <= 2 else "All done."  # type: ignore[arg-type]
+        worlds.append(path.split("/")[1])
+        return WORLD
+
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps({"tools": TOOLS}))
+    out = tmp_path / "episodes.jsonl"
+    with chat_server(answer) as url:
+        result = CliRunner().invoke(root, [
+            "train", "rollout", "--tools", str(tools), "--out", str(out), "--episodes", "4",
+            "--max-turns", "3",
+            "--agent-base-url", f"{url}/agent/v1", "--agent-model", "agent", "--model", "world",
+            "--model-base-url", f"{url}/w1/v1", "--model-base-url", f"{url}/w2/v1"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads(out.with_suffix(".endpoints.json").read_text())["endpoints"]
+    assert [s["url"] for s in stats] == [f"{url}/w1/v1", f"{url}/w2/v1"]
+    assert [s["ok"] for s in stats] == [worlds.count("w1"), worlds.count("w2")]
+    assert worlds.count("w1") >= 1 and worlds.count("w2") >= 1
+    assert "world-model endpoints:" in result.stderr

@@ -30,6 +30,7 @@ from agentworld.eval.runfolder import read_records
 from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
+from agentworld.models.pool import write_endpoint_stats
 from agentworld.redact import redact_text, redact_url
 from agentworld.schema import BenchSample, parse_row
 
@@ -182,10 +183,8 @@ class ProbeRun:
                 closer = getattr(self.backend, "aclose", None) if self.owned else None
                 if closer is not None:
                     await closer()
-                stats = getattr(self.backend, "endpoint_stats", None)
-                if stats is not None and self.config.out is not None:  # a pool: how each endpoint did
-                    atomic_write_text(self.config.out / "endpoints.json",
-                                      dumps({"endpoints": stats()}) + "\n")
+                if self.config.out is not None:
+                    write_endpoint_stats(self.backend, self.config.out / "endpoints.json")
 
 
 class _Quiet:

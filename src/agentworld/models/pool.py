@@ -32,6 +32,7 @@ import time
 from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from agentworld.errors import BackendError
@@ -275,3 +276,19 @@ def render_stats(rows: list[dict[str, Any]]) -> str:
                      f"{ms(r['p95_ms'])} {len(r['down_periods'])} {r['down_s']:.1f}"
                      + ("  (down now)" if r["down"] else ""))
     return "\n".join(lines)
+
+
+def write_endpoint_stats(backend: object, path: Path) -> list[dict[str, Any]] | None:
+    """Write ``{"endpoints": [...]}`` to ``path`` (atomically) when ``backend`` is a pool; returns the rows.
+
+    What a command's run output holds about its endpoints (``eval run``: ``endpoints.json`` in the run
+    folder); a single endpoint has no such file.
+    """
+    from agentworld.io import atomic_write_text, dumps
+
+    stats = getattr(backend, "endpoint_stats", None)
+    if stats is None:
+        return None
+    rows: list[dict[str, Any]] = stats()
+    atomic_write_text(path, dumps({"endpoints": rows}) + "\n")
+    return rows

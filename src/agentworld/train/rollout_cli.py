@@ -44,12 +44,17 @@ def run_rollout_command(options: RolloutOptions) -> None:
                           corpus=options.model_corpus)
     if options.world is not None:
         _run_world(options, agent, world)
-        return
-    assert options.tools is not None
-    spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
-    done = list(run_rollouts(agent, world, spec, curriculum, options.episodes, options.max_turns,
-                             task=options.task, seed=options.seed, agent_model=options.agent_model))
-    _write(options.out, done)
+    else:
+        assert options.tools is not None
+        spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
+        done = list(run_rollouts(agent, world, spec, curriculum, options.episodes, options.max_turns,
+                                 task=options.task, seed=options.seed, agent_model=options.agent_model))
+        _write(options.out, done)
+    from agentworld.models.pool import render_stats, write_endpoint_stats
+
+    stats = write_endpoint_stats(world, options.out.with_suffix(".endpoints.json"))
+    if stats is not None:  # a pool of world-model endpoints: how each one did
+        typer.echo(render_stats(stats), err=True)
 
 
 def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend) -> None:
