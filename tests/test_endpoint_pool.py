@@ -323,7 +323,7 @@ def test_run_identity_ignores_pool_members_but_a_moved_single_url_is_refused(tmp
     assert len(rows) == 6 and all(r["prediction"] for r in rows)  # nothing was predicted twice
 
 
-def test_serve_http_over_a_pool_shows_each_endpoint_in_health() -> None:
+def test_serve_http_over_a_pool_shows_each_endpoint() -> None:
     with run_mock_server(MockConfig()) as a, run_mock_server(MockConfig()) as b:
         config = HttpServeConfig(model_base_url=[a, b], model="mock")  # type: ignore[arg-type]
         with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as client:
@@ -332,7 +332,7 @@ def test_serve_http_over_a_pool_shows_each_endpoint_in_health() -> None:
                 action = call("get_user_details", user_id=f"user_{i}")
                 step = client.post(f"/v1/sessions/{sid}/step", json={"action": action})
                 assert step.status_code == 200 and step.json()["source"] == "world_model", step.text
-            endpoints = client.get("/v1/health").json()["endpoints"]
+            endpoints = client.get("/v1/endpoints").json()["endpoints"]
         assert [e["url"] for e in endpoints] == [a, b]
         assert [e["requests"] for e in endpoints] == [2, 2] and all(e["errors"] == 0 for e in endpoints)
         assert _served(a) == _served(b) == 2
