@@ -29,7 +29,7 @@ import asyncio
 import random
 import sys
 import time
-from array import array
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,10 @@ from typing import Any, Protocol
 
 from agentworld.errors import BackendError
 from agentworld.models.base import ChatRequest, ChatResult
+
+LATENCY_WINDOW = 65_536
+"""Latency quantiles are over an endpoint's most recent answers, so a server that runs for days keeps
+constant memory."""
 
 
 class Member(Protocol):
@@ -71,7 +75,7 @@ class Endpoint:
     ok: int = 0
     errors: int = 0
     failovers: int = 0
-    latencies: array = field(default_factory=lambda: array("d"))
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
     up: bool = True
     failures: int = 0
     retry_at: float = 0.0
@@ -112,7 +116,7 @@ def choose(endpoints: Sequence[Endpoint], tried: set[int], now: float) -> Endpoi
     return min(untried, key=lambda e: (e.retry_at, e.outstanding, e.index))
 
 
-def _quantile(values: array, q: float) -> float | None:
+def _quantile(values: deque[float], q: float) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
@@ -228,8 +232,8 @@ class PoolBackend:
 
     def endpoint_stats(self) -> list[dict[str, Any]]:
         """Per endpoint: redacted URL, requests sent, errors, failovers (failed here, retried elsewhere),
-        p50/p95 latency of its answers in ms, whether it is down now, and its down periods (seconds
-        since the pool was made)."""
+        p50/p95 latency of its last :data:`LATENCY_WINDOW` answers in ms, whether it is down now, and its
+        down periods (seconds since the pool was made)."""
         now = self._clock()
         rows = []
         for e in self.endpoints:
