@@ -191,8 +191,12 @@ def test_all_down_waits_for_the_earliest_backoff_then_gives_up_after_the_budget(
 
     for member in members:
         member.fail = [_down(500)] * 10
-    with pytest.raises(BackendError, match=r"gave up after 4 attempts over 2 endpoints.*HTTP|connection"):
+    clock.slept.clear()
+    with pytest.raises(BackendError, match=r"gave up after 4 attempts over 2 endpoints: connection error"):
         asyncio.run(pool.complete(REQUEST))
+    # one backoff between the two rounds (0.25-0.5 s), none after the last; the other sleeps wait for a
+    # down endpoint's backoff (0.5-0.75 s, then 1 s)
+    assert len([s for s in clock.slept if s <= 0.5]) == 1
 
 
 def test_url_lists_repeat_commas_and_files(tmp_path: Path) -> None:

@@ -186,7 +186,7 @@ class PoolBackend:
                 if attempt < budget:
                     endpoint.failovers += 1
                 tried.add(endpoint.index)
-                if len(tried) >= len(self.endpoints):
+                if len(tried) >= len(self.endpoints) and attempt < budget:
                     tried.clear()
                     rounds += 1
                     await self._sleep(self._delay(rounds))
