@@ -45,14 +45,19 @@ def run_rollout_command(options: RolloutOptions) -> None:
     agent, world = agent_endpoint.build(), world_endpoint.build()
     if options.world is not None:
         _run_world(options, agent, world, agent_endpoint, world_endpoint)
-        return
-    assert options.tools is not None
-    curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in options.fault_kinds],
-                            rate_start=options.rate_start, rate_end=options.rate_end)
-    spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
-    jobs = curriculum_jobs(spec, curriculum, options.episodes, options.max_turns, task=options.task,
-                           seed=options.seed, agent_model=options.agent_model, world_model=options.model)
-    _write(options.out, _run(options, jobs, agent, world, agent_endpoint, world_endpoint))
+    else:
+        assert options.tools is not None
+        curriculum = Curriculum(fault_kinds=[cast(FaultKind, k) for k in options.fault_kinds],
+                                rate_start=options.rate_start, rate_end=options.rate_end)
+        spec = WorldSpec(domain=TOOLS_DOMAIN, tools=load_tools(options.tools))
+        jobs = curriculum_jobs(spec, curriculum, options.episodes, options.max_turns, task=options.task,
+                               seed=options.seed, agent_model=options.agent_model, world_model=options.model)
+        _write(options.out, _run(options, jobs, agent, world, agent_endpoint, world_endpoint))
+    from agentworld.models.pool import render_stats, write_endpoint_stats
+
+    stats = write_endpoint_stats(world, options.out.with_suffix(".endpoints.json"))
+    if stats is not None:  # a pool of world-model endpoints (in this process): how each one did
+        typer.echo(render_stats(stats), err=True)
 
 
 def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend, agent_endpoint: EndpointSpec,
