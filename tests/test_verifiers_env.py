@@ -146,6 +146,18 @@ def test_vf_loads_the_package_and_runs_a_group_of_8_against_the_mock(tmp_path: P
     assert all("Command completed successfully." in m["content"] for m in tool_replies)
 
 
+def test_each_event_loop_gets_its_own_world_model_client(tmp_path: Path) -> None:
+    """verifiers' callers may run each batch in a new loop (generate_sync, vf-eval): the world model's
+    HTTP client of the first loop must not be reused in the second ("Event loop is closed")."""
+    pytest.importorskip("verifiers", reason="verifiers is not installed")
+    world = _world(tmp_path / "w")
+    with run_mock_server(MockConfig()) as mock_url, chat_server(Agent()) as agent_url:
+        env = direct_load(str(world), model_base_url=mock_url, model="mock")
+        first, second = (_group(env, 0, _client(agent_url), n=2) for _ in range(2))
+    assert all(o["error"] is None for o in first + second)
+    assert sorted(o["reward"] for o in first) == sorted(o["reward"] for o in second) == [0.0, 1.0]
+
+
 def test_rule_check_reads_the_final_state_and_the_rows_controls(tmp_path: Path) -> None:
     pytest.importorskip("verifiers", reason="verifiers is not installed")
     world = _world(tmp_path / "w")

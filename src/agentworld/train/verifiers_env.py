@@ -18,7 +18,9 @@ tasksets); ``import verifiers`` happens only inside :func:`load_environment`.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,6 +133,24 @@ async def _step(sim: Simulator, name: str, arguments: str) -> StepResult | str:
         return f"Error: {exc}"
 
 
+def _per_loop(make: Callable[[], ChatBackend]) -> Callable[[], ChatBackend]:
+    """One backend per event loop: an HTTP client's connections belong to the loop that opened them,
+    and callers of verifiers (``generate_sync``, ``vf-eval``, a trainer per step) may run each batch
+    in a new loop. Outside any loop (at load time) the backend is built and kept for no loop."""
+    backends: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ChatBackend] = weakref.WeakKeyDictionary()
+
+    def get() -> ChatBackend:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return make()
+        if loop not in backends:
+            backends[loop] = make()
+        return backends[loop]
+
+    return get
+
+
 def _environment_class() -> type[Any]:
     import verifiers as vf
     from verifiers.types import Tool, ToolMessage
@@ -138,13 +158,14 @@ def _environment_class() -> type[Any]:
     class SimulatedWorldEnv(vf.MultiTurnEnv):
         """Multi-turn tool use against one Simulator episode per rollout (see the module docstring)."""
 
-        def __init__(self, *, world_model: ChatBackend, worlds: WorldTasks, **kwargs: Any) -> None:
+        def __init__(self, *, world_model: Callable[[], ChatBackend], worlds: WorldTasks,
+                     **kwargs: Any) -> None:
             self.world_model, self.worlds = world_model, worlds
             super().__init__(**kwargs)
 
         async def setup_state(self, state: Any) -> Any:
             spec, seed = self.worlds.episode(state["info"])
-            sim = Simulator(self.world_model)
+            sim = Simulator(self.world_model())
             await sim.areset(spec, seed=seed)
             state["sim"], state["sim_sources"] = sim, []
             state["tool_defs"] = [Tool(**t) for t in tool_defs(spec)]
@@ -237,13 +258,17 @@ def load_environment(world: str | Sequence[str] = "", *, mode: str = "agent",
         raise AgentWorldError(f"{ENV_ID}: pass world=<folder> (a world folder from `agentworld synth`)")
     from datasets import Dataset
 
+    backend: Callable[[], ChatBackend]
     if world_model is None:
         from agentworld.endpoints import build_backend
 
-        world_model = build_backend(model, model_base_url, model_api_key)
+        backend = _per_loop(lambda: build_backend(model, model_base_url, model_api_key))
+        backend()  # an unknown backend name fails here, not in the first rollout
+    else:
+        backend = lambda: world_model  # noqa: E731 (the caller's object, as given)
     names = [controls] if isinstance(controls, str) else list(controls)
     worlds = WorldTasks()
     rows = dataset_rows(folders, controls=names, seed=seed, system_prompt=system_prompt)
     env_class = _environment_class()
-    return env_class(world_model=world_model, worlds=worlds, dataset=Dataset.from_list(rows),
+    return env_class(world_model=backend, worlds=worlds, dataset=Dataset.from_list(rows),
                      rubric=_rubric(worlds), max_turns=max_turns, env_id=ENV_ID, **env_kwargs)
