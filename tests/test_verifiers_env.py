@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentworld.errors import AgentWorldError, DataError
+from agentworld.errors import AgentWorldError, BackendError, DataError
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.train.verifiers_env import dataset_rows, tool_defs
@@ -156,6 +156,16 @@ def test_each_event_loop_gets_its_own_world_model_client(tmp_path: Path) -> None
         first, second = (_group(env, 0, _client(agent_url), n=2) for _ in range(2))
     assert all(o["error"] is None for o in first + second)
     assert sorted(o["reward"] for o in first) == sorted(o["reward"] for o in second) == [0.0, 1.0]
+
+
+def test_a_failing_world_model_ends_its_rollouts_with_an_error_not_the_group(tmp_path: Path) -> None:
+    pytest.importorskip("verifiers", reason="verifiers is not installed")
+    down = ScriptedBackend(default=BackendError("HTTP 503 after 3 attempts", retryable=True))
+    env = direct_load(str(_world(tmp_path / "w")), world_model=down)
+    with chat_server(Agent()) as agent_url:
+        outputs = _group(env, 0, _client(agent_url), n=2)
+    assert [o["reward"] for o in outputs] == [0.0, 0.0]
+    assert all("the world model failed: HTTP 503" in json.dumps(o["error"]) for o in outputs)
 
 
 def test_rule_check_reads_the_final_state_and_the_rows_controls(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.domains.spec import WorldSpec
-from agentworld.errors import AgentWorldError, DataError
+from agentworld.errors import AgentWorldError, BackendError, DataError
 from agentworld.models.base import ChatBackend
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
@@ -174,7 +174,10 @@ def _environment_class() -> type[Any]:
         async def env_response(self, messages: Any, state: Any, **kwargs: Any) -> Any:
             replies = []
             for call in messages[-1].tool_calls or []:
-                result = await _step(state["sim"], call.name, call.arguments)
+                try:
+                    result = await _step(state["sim"], call.name, call.arguments)
+                except BackendError as exc:  # ends this rollout with an error, not the whole group
+                    raise vf.InfraError(f"the world model failed: {exc}") from exc
                 text = result if isinstance(result, str) else result.observation
                 state["sim_sources"].append("agent_error" if isinstance(result, str) else result.source)
                 replies.append(ToolMessage(role="tool", content=text, tool_call_id=call.id))
