@@ -135,6 +135,11 @@ def test_vf_loads_the_package_and_runs_a_group_of_8_against_the_mock(tmp_path: P
         assert isinstance(env, vf.Environment) and env.env_id == "agentworld-sim"
         outputs = _group(env, 0, _client(agent_url))
         stats = httpx.get(mock_url.removesuffix("/v1") + "/_mock/stats").json()
+        inputs = [{**env.get_dataset()[0], "example_id": 0}] * 8  # the same group through env.generate
+        quiet = {"on_progress": lambda *a: None}
+        generated = asyncio.run(env.generate(inputs, _client(agent_url), "agent", **quiet))
+    assert sorted(o["reward"] for o in generated["outputs"]) == [0.0] * 4 + [1.0] * 4
+    assert generated["metadata"]["avg_reward"] == 0.5
     assert len(outputs) == 8 and all(o["error"] is None for o in outputs)
     # the "trace" task: the 4 rollouts that cancelled B1 pass, the 4 that cancelled B2 do not
     assert sorted(o["reward"] for o in outputs) == [0.0] * 4 + [1.0] * 4
