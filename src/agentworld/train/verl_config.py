@@ -33,6 +33,8 @@ from agentworld.io import atomic_write_jsonl, atomic_write_text
 MCP_TOOL_CLASS = "verl.tools.mcp_base_tool.MCPBaseTool"
 AGENT_LOOP_CLASS = "agentworld.train.verl_loop.AgentWorldAgentLoop"
 SERVER_NAME = "agentworld"
+MCP = "mcp"
+"""The protocol: verl's tool type and config section, and the ``serve`` command (not the domain)."""
 
 
 class VerlConfigOptions(ModelEndpoint):
@@ -69,7 +71,7 @@ def _server_entry(options: VerlConfigOptions) -> dict[str, Any]:
         return {"url": options.serve_url}
     source = ["--world", str(options.world.resolve())] if options.world is not None else [
         "--tools", str(options.tools.resolve()) if options.tools is not None else ""]
-    args = ["serve", "mcp", *source, "--model", options.model, "--seed", str(options.seed)]
+    args = ["serve", MCP, *source, "--model", options.model, "--seed", str(options.seed)]
     if options.model_base_url:
         args += ["--model-base-url", options.model_base_url]
     return {"command": options.command, "args": args}
@@ -104,8 +106,8 @@ def write_verl_config(options: VerlConfigOptions) -> dict[str, Path]:
         {"mcpServers": {SERVER_NAME: _server_entry(options)}}, indent=2) + "\n")
     tool_config = {"tools": [{
         "class_name": MCP_TOOL_CLASS,
-        "config": {"type": "mcp", "rate_limit": options.rate_limit, "timeout": options.timeout_s},
-        "mcp": {"mcp_servers_config_path": str(written["mcp_server"].resolve()),
+        "config": {"type": MCP, "rate_limit": options.rate_limit, "timeout": options.timeout_s},
+        MCP: {"mcp_servers_config_path": str(written["mcp_server"].resolve()),
                 "tool_selected_list": names}}]}
     atomic_write_text(written["mcp_tool_config"], yaml.safe_dump(tool_config, sort_keys=False))
     loop: dict[str, Any] = {"name": SERVER_NAME, "_target_": AGENT_LOOP_CLASS, "model": options.model,
