@@ -197,5 +197,27 @@ config_command(app, AgentPredConfig, _agent_predictions, name="agent-predictions
                     "scores the prediction (beside empty and repeat-previous baselines); resumable.")
 
 
+# --- eval closed-loop (issue 13, point 5): the same agent in the real environment and the simulator ----
+from agentworld.eval.closedloop import ClosedLoopConfig  # noqa: E402
+
+
+def _closed_loop(config: ClosedLoopConfig, as_json: bool = False) -> None:
+    from agentworld.eval.closedloop import run_closed_loop
+    from agentworld.eval.closedloop_score import render_text
+
+    with _errors():
+        report = run_closed_loop(config)
+        summary = report["summary"]
+        typer.echo(json.dumps(summary, indent=2) if as_json else render_text(summary))
+        typer.echo(f"wrote {config.out / 'report.json'} and {config.out / 'report.html'}", err=as_json)
+
+
+config_command(app, ClosedLoopConfig, _closed_loop, name="closed-loop",
+               extra={"as_json": (bool, typer.Option(False, "--json", help="Print the summary as JSON."))},
+               help="Run each task with the same agent in the real environment and in the simulator (with "
+                    "and without ledger and router): per-step fidelity, first divergence, outcome agreement; "
+                    "resumable.")
+
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,205 @@
+"""``agentworld eval closed-loop``: the sim-to-real gap when the agent drives both sides.
+
+Benchmarks score a world model one turn at a time with the true history (teacher forcing); an RL
+run never gives it that: the agent acts on what the simulator showed, so one wrong observation
+changes every later action. Here the same agent runs each task twice from the same state and seed —
+in the domain's real environment and in the simulator (:class:`~agentworld.sim.session.Simulator`,
+under each *arm*: with or without the ledger and the router) — and the run reports, per domain and
+task, the fidelity of every simulated observation against the real environment's answer to the same
+action (rule tier; rubric with a judge), the first turn where the two episodes' actions diverge,
+and whether the task's check agrees. The run folder (``--out``) holds ``config.json``, the journal
+``episodes.jsonl`` (one row per real episode, one per task and arm), the cached answers
+(``responses.jsonl``, ``world.jsonl``, ``judge.jsonl``), ``report.json`` and ``report.html``;
+running the same command again resumes without repeating what finished.
+
+Only pydantic is imported at module level (the CLI imports the config for ``--help``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from agentworld.endpoints import AgentEndpoint, JudgeEndpoint, ModelEndpoint
+
+if TYPE_CHECKING:
+    from agentworld.eval.closedloop_agent import PolicyFactory
+    from agentworld.eval.closedloop_tasks import ClosedLoopTask
+    from agentworld.models.base import ChatBackend
+
+FORMAT = "agentworld-closed-loop/1"
+ARM_NAMES = ("bare", "ledger", "router", "ledger+router")
+_RUNTIME: dict[str, Any] = {"runtime": True}
+
+
+class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
+    """``agentworld eval closed-loop``: one agent in the real environment and in the simulator, compared.
+
+    The agent is an endpoint (``agent_*``) or the scripted agent (``scripted_agent``); exactly one, so
+    the fields the endpoint requires are optional here (the ``type: ignore``s), checked together below.
+    """
+
+    agent_base_url: str | None = Field(  # type: ignore[assignment]
+        None, description="OpenAI-compatible base URL of the agent (or --scripted-agent instead).")
+    agent_model: str | None = Field(  # type: ignore[assignment]
+        None, description="Agent model name (with --agent-base-url).")
+    scripted_agent: bool = Field(False, description="Instead of an agent endpoint: try each task's "
+                                 "candidates in order, the next only after an observation showing an error "
+                                 "(offline).")
+    tasks: Path = Field(description="Tasks JSONL (id, domain, goal, expect, setup, candidates, check, "
+                        "errors, max_steps); see the README section on eval closed-loop.")
+    domains: list[str] = Field(default_factory=list,
+                               description="Only tasks of these domains (repeat or d1,d2).")
+    limit: int | None = Field(None, ge=1, description="Only the first N tasks (after --domains).")
+    arms: list[str] = Field(default_factory=lambda: list(ARM_NAMES),
+                            description="Simulator settings to compare (repeat or a,b): bare, ledger, "
+                            "router, ledger+router; default: all four.")
+    out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of "
+                      "this command is resumed; any other non-empty folder is refused.",
+                      json_schema_extra=_RUNTIME)
+    seed: int = Field(0, description="Seed of both episodes (the real environment's and the simulator's).")
+    agent_max_tokens: int = Field(4096, ge=1, description="max_tokens of agent requests.")
+    agent_temperature: float = Field(0.0, ge=0, description="Temperature of agent requests.")
+    concurrency: int = Field(2, ge=1, description="Tasks run at once (each in its own real environments).",
+                             json_schema_extra=_RUNTIME)
+    max_retries: int = Field(5, ge=0, description="HTTP retries per request (429, 5xx, timeouts).",
+                             json_schema_extra=_RUNTIME)
+    timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per request, seconds.",
+                             json_schema_extra=_RUNTIME)
+
+    @field_validator("domains", "arms")
+    @classmethod
+    def _split_commas(cls, value: list[str]) -> list[str]:
+        return [part.strip() for item in value for part in item.split(",") if part.strip()]
+
+    @model_validator(mode="after")
+    def _one_agent(self) -> ClosedLoopConfig:
+        if (self.agent_base_url is None) == (not self.scripted_agent):
+            raise PydanticCustomError("agent", "give exactly one of --agent-base-url (with --agent-model) "
+                                      "and --scripted-agent")
+        if self.agent_base_url is not None and not self.agent_model:
+            raise PydanticCustomError("agent", "--agent-base-url needs --agent-model")
+        unknown = [a for a in self.arms if a not in ARM_NAMES]
+        if unknown or not self.arms:
+            raise PydanticCustomError("arms", "unknown arm {arm}; use bare, ledger, router, ledger+router",
+                                      {"arm": repr(unknown[0]) if unknown else "(none given)"})
+        if self.judge_base_url and not self.judge_model:
+            raise PydanticCustomError("judge", "--judge-base-url needs --judge-model")
+        return self
+
+    @property
+    def agent_name(self) -> str:
+        """What the agent is called in requests and its cached answers."""
+        return self.agent_model or "scripted:candidates"
+
+
+def _identity(config: ClosedLoopConfig, tasks: list[ClosedLoopTask]) -> dict[str, Any]:
+    """What ``config.json`` stores and a resumed run must match: no runtime field, key or URL."""
+    import hashlib
+
+    from agentworld.io import dumps
+
+    runtime = {name for name, info in ClosedLoopConfig.model_fields.items()
+               if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("runtime")}
+    fields = {name: value for name, value in config.model_dump(mode="json").items()
+              if name not in runtime and not name.endswith("_base_url") and name != "tasks"}
+    fields["tasks_sha256"] = hashlib.sha256(dumps([vars(t) for t in tasks]).encode()).hexdigest()
+    return {"format": FORMAT, **fields}
+
+
+def _open_run(out: Path, identity: dict[str, Any]) -> None:
+    """Create the run folder, or check that the one there was written with the same configuration.
+
+    Raises:
+        AgentWorldError: ``out`` is a file or a foreign non-empty folder (left untouched), or its run
+            was written with other settings.
+    """
+    from agentworld.errors import AgentWorldError, ConfigMismatchError
+    from agentworld.eval.config import diff_sections
+    from agentworld.io import atomic_write_text, dumps, loads
+
+    config_file = out / "config.json"
+    if out.exists() and not out.is_dir():
+        raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            stored = loads(config_file.read_bytes())
+        except (OSError, ValueError):
+            stored = None
+        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+            raise AgentWorldError(f"{out}: a non-empty folder that is not a closed-loop run; nothing was "
+                                  "changed (give a new or empty folder as --out)")
+        changes = "; ".join(diff_sections(stored, identity))
+        if changes:
+            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
+                                      f"({changes}); use another --out folder, or restore the original "
+                                      "settings")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config_file, dumps(identity) + "\n")
+
+
+def select_tasks(config: ClosedLoopConfig) -> list[ClosedLoopTask]:
+    """The tasks of this run: the file's, filtered by ``--domains`` and ``--limit``."""
+    from agentworld.errors import AgentWorldError
+    from agentworld.eval.closedloop_tasks import load_tasks
+
+    tasks = load_tasks(config.tasks)
+    if config.domains:
+        tasks = [t for t in tasks if t.domain in config.domains]
+        if not tasks:
+            raise AgentWorldError(f"{config.tasks}: no task of the domains {', '.join(config.domains)}")
+    if config.scripted_agent:
+        bare = [t.id for t in tasks if not t.candidates]
+        if bare:
+            raise AgentWorldError(f"{config.tasks}: task {bare[0]!r} lists no candidates for "
+                                  "--scripted-agent")
+    return tasks[:config.limit] if config.limit else tasks
+
+
+def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory | None = None,
+                    model: ChatBackend | None = None) -> dict[str, Any]:
+    """Run (or resume) every task under every arm; write ``report.json`` and ``report.html``; return it.
+
+    Args:
+        agent: drive the episodes with this instead of what ``config`` names: an in-process chat
+            backend (asked like the endpoint; a scripted one) or a policy factory
+            (:class:`~agentworld.eval.closedloop_agent.PolicyFactory`).
+        model: the world model instead of the one ``config`` names (the caller closes it).
+
+    Raises:
+        AgentWorldError: bad tasks or run folder; or, after the report of what finished is written,
+            tasks that failed (an unreachable endpoint, a dying environment): rerun to resume them.
+    """
+    import asyncio
+
+    from agentworld.endpoints import build_backend, secret
+    from agentworld.eval.closedloop_run import Backends, run_tasks, write_reports
+
+    tasks = select_tasks(config)
+    client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
+                              "timeout_s": config.timeout_s}
+    world = model or build_backend(config.model, config.model_base_url, config.model_api_key,
+                                   corpus=config.model_corpus or None,
+                                   domains=sorted({t.domain for t in tasks}), **client)
+    if agent is None and not config.scripted_agent:
+        assert config.agent_base_url is not None and config.agent_model is not None
+        agent = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key, **client)
+    judge = None
+    if config.judge_model:
+        judge = build_backend(config.judge_model, config.judge_base_url, config.judge_api_key, **client)
+    _open_run(config.out, _identity(config, tasks))
+    failures = asyncio.run(run_tasks(config, tasks, Backends(agent=agent, world=world, judge=judge)))
+    report = write_reports(config, len(tasks))
+    if failures:
+        from agentworld.errors import AgentWorldError
+        from agentworld.redact import redact_text
+
+        keys = [secret(config.agent_api_key), secret(config.model_api_key), secret(config.judge_api_key)]
+        first = redact_text(failures[0], keys)
+        raise AgentWorldError(f"{len(failures)} task(s) did not finish (first: {first}); the finished ones "
+                              f"are kept in {config.out}: run the same command again to resume")
+    return report

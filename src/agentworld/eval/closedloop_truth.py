@@ -1,0 +1,60 @@
+"""Ground truth of ``eval closed-loop`` for the mock: the real episodes under the simulator's own messages.
+
+Why capture rather than rebuild the messages: what the simulator sends (its system prompt, the
+ledger's summary, how the history is rendered) is the simulator's business, so the rows are taken
+from a run against a scripted world model that answers each request with the real observation of
+the same turn. The mock server (``agentworld serve mock --data``) then replays exactly those
+answers, and a closed-loop run against it must show no divergence and full outcome agreement — the
+check that the measurement itself adds no gap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentworld.eval.closedloop_agent import PolicyFactory
+from agentworld.eval.closedloop_episode import ARMS, Trajectory, run_real, run_sim
+from agentworld.eval.closedloop_tasks import ClosedLoopTask
+from agentworld.models.base import ChatRequest
+from agentworld.models.scripted import ScriptedBackend
+
+
+def record_real(tasks: Iterable[ClosedLoopTask], start: PolicyFactory,
+                seed: int = 0) -> dict[str, Trajectory]:
+    """Each task's real episode (what ``eval closed-loop`` journals as the task's real run)."""
+    async def run() -> dict[str, Trajectory]:
+        return {task.id: await run_real(task, start, seed) for task in tasks}
+    return asyncio.run(run())
+
+
+def truth_rows(tasks: Iterable[ClosedLoopTask], reals: Mapping[str, Trajectory], start: PolicyFactory,
+               arms: Iterable[str] = ARMS, seed: int = 0) -> list[dict[str, Any]]:
+    """AgentWorldBench rows whose messages are what the simulator sends under each arm, answered with
+    the real observation of the same turn (the setup's are never asked: the simulator is given them)."""
+    rows: list[dict[str, Any]] = []
+    for task in tasks:
+        real = reals[task.id]
+        truth = [obs for _, obs in real.setup] + [s.observation for s in real.steps]
+        truth += [real.check] if real.check is not None else []
+        for arm in arms:
+            seen: list[ChatRequest] = []
+
+            def answer(request: ChatRequest, truth: list[str] = truth, seen: list[ChatRequest] = seen) -> str:
+                seen.append(request)
+                turn = sum(m.role == "user" for m in request.messages) - 1
+                shown = truth[turn] if turn < len(truth) else ""
+                return f"<predicted_observation>\n{shown}\n</predicted_observation>"
+
+            asyncio.run(run_sim(task, start, ScriptedBackend(default=answer), arm, real, seed))
+            for i, request in enumerate(seen):
+                system, *turns = request.messages
+                prompt = [m.content for m in turns if m.role == "user"]
+                turn = len(prompt) - 1
+                response = [m.content for m in turns if m.role == "assistant"]
+                response.append(truth[turn] if turn < len(truth) else "")
+                rows.append({"task": f"closed-loop/{task.domain}", "id": f"cl-{task.id}-{arm}-{i}",
+                             "system_str": system.content, "prompt": prompt, "response": response,
+                             "turn_idx": len(prompt)})
+    return rows
