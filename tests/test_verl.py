@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app as root_app
 from agentworld.endpoints import build_backend
+from agentworld.errors import DataError
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.sim.types import ControlSpec, FaultRule, WorldSpec
 from agentworld.train.verl_episode import TokenAgent, run_verl_episode
@@ -303,3 +304,41 @@ def test_agent_loop_is_registered_and_returns_verls_output(mock_url: str, tiny_c
     assert output.extra_fields["trajectory"]["task"] == "Find Sara."
     tensors = output.as_dict()
     assert tensors["response_mask"].shape == tensors["responses"].shape
+
+
+def test_world_dataset_row_runs_its_task_with_the_success_check(tmp_path: Path,
+                                                                tiny_chat_tokenizer: Any) -> None:
+    """--world writes one row per task; the row's task, check and seed drive the episode and its reward."""
+    from agentworld.models.scripted import ScriptedBackend
+    from agentworld.train.verl_episode import row_world
+    from test_rollout_sweep import CALL, RESULT, _world_dir
+
+    world = _world_dir(tmp_path / "w", controls={})
+    out = tmp_path / "verl"
+    result = CliRunner().invoke(root_app, ["train", "verl-config", "--world", str(world), "--model", "mock",
+                                           "--out", str(out), "--seed", "7"])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
+    assert row["agent_name"] == "agentworld"
+    assert row["prompt"] == [{"role": "user", "content": "Cancel booking B1."}]
+    spec, task, seed, check, task_id = row_world(row)
+    assert (task, seed, task_id) == ("Cancel booking B1.", 7, "t1")
+    assert [t["name"] for t in spec.tools] == ["cancel_booking"]
+    assert check is not None
+
+    async def generate(ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float] | None]:
+        said = tiny_chat_tokenizer.decode(ids)
+        reply = "DONE" if '"cancelled"' in said.rsplit("<|im_start|>user", 1)[-1] else CALL
+        return tiny_chat_tokenizer.encode(reply, add_special_tokens=False), None
+
+    episode = asyncio.run(run_verl_episode(generate, tiny_chat_tokenizer, ScriptedBackend(default=RESULT), spec,
+                                           task=task, seed=seed, max_turns=4, response_length=4096, check=check))
+    assert episode.reward_score == 1.0
+    assert episode.extra_fields["success"] is True
+    assert episode.extra_fields["failed_conditions"] == []
+    assert episode.response_logprobs is None  # the policy gave none
+    bad = {**row, "agentworld": json.dumps({"world": str(world), "task_id": "nope"})}
+    with pytest.raises(DataError, match="no task 'nope' in the world"):
+        row_world(bad)
+    with pytest.raises(DataError, match="has no 'agentworld' field"):
+        row_world({"prompt": []})

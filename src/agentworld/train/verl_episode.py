@@ -11,14 +11,21 @@ simulator contributed (an observation wrapped in the chat template's user turn) 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from agentworld.errors import DataError
 from agentworld.models.base import ChatRequest, ChatResult
 from agentworld.sim.types import SessionState, WorldSpec
 from agentworld.train.rollout import DONE, arun_episode
-from agentworld.train.sweep import TaskCheck
+from agentworld.train.sweep import SweepTask, TaskCheck, load_world_tasks
+
+AGENT_NAME = "agentworld"
+"""verl's ``agent_name`` of the loop, and the dataset field naming a row's world."""
 
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
 """``(context token ids, sampling params) -> (generated token ids, their log-probs or None)``."""
@@ -155,3 +162,42 @@ async def run_verl_episode(generate: Generate, tokenizer: Any, world_model: Any,
                        response_mask=agent.response_mask, response_logprobs=logprobs,
                        reward_score=float(episode.reward),
                        num_turns=len(episode.completions) + len(turns) + 1, extra_fields=extra)
+
+
+@lru_cache(maxsize=64)
+def _world(folder: str) -> tuple[WorldSpec, dict[str, SweepTask]]:
+    _, spec, tasks = load_world_tasks(folder)
+    return spec, {task.id: task for task in tasks}
+
+
+def row_world(row: dict[str, Any]) -> tuple[WorldSpec, str, int, TaskCheck | None, str]:
+    """The spec, task text, seed, success check and task id a dataset row names.
+
+    Raises:
+        DataError: the row has no ``agentworld`` field, or names an unknown task of its world.
+    """
+    raw = row.get(AGENT_NAME)
+    if raw is None:
+        raw = (row.get("extra_info") or {}).get(AGENT_NAME)
+    if raw is None:
+        raise DataError(f"the row has no {AGENT_NAME!r} field (nor extra_info[{AGENT_NAME!r}]) naming its "
+                        "world", field=AGENT_NAME)
+    info: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    seed = int(info.get("seed") or 0)
+    task, task_id, check = str(info.get("task") or ""), str(info.get("task_id") or ""), None
+    if info.get("world"):
+        spec, tasks = _world(str(Path(str(info["world"]))))
+        if task_id:
+            if task_id not in tasks:
+                known = ", ".join(sorted(tasks)) or "none"
+                raise DataError(f"no task {task_id!r} in the world (tasks: {known})", path=str(info["world"]),
+                                field="task_id")
+            task, check = task or tasks[task_id].instruction, tasks[task_id].check
+    else:
+        value = info.get("spec") or {}
+        spec = (WorldSpec.model_validate_json(value) if isinstance(value, str)
+                else WorldSpec.model_validate(value))
+    if not task:
+        users = [m for m in row.get("raw_prompt") or [] if isinstance(m, dict) and m.get("role") == "user"]
+        task = str(users[-1].get("content") or "") if users else ""
+    return spec, task, seed, check, task_id

@@ -16,22 +16,15 @@ from a file).
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from agentworld.endpoints import MODEL_KEY_ENV, build_backend
-from agentworld.errors import DataError
-from agentworld.sim.types import WorldSpec
-from agentworld.train.sweep import SweepTask, TaskCheck, load_world_tasks
-from agentworld.train.verl_episode import run_verl_episode
-
-AGENT_NAME = "agentworld"
+from agentworld.train.verl_episode import AGENT_NAME, row_world, run_verl_episode
 
 
 @lru_cache(maxsize=16)
@@ -39,45 +32,6 @@ def _world_model(model: str, base_url: str | None) -> Any:
     """One backend per endpoint per process: verl builds a loop object per sample."""
     key = next((os.environ[name] for name in MODEL_KEY_ENV if os.environ.get(name)), None)
     return build_backend(model, base_url, key)
-
-
-@lru_cache(maxsize=64)
-def _world(folder: str) -> tuple[WorldSpec, dict[str, SweepTask]]:
-    _, spec, tasks = load_world_tasks(folder)
-    return spec, {task.id: task for task in tasks}
-
-
-def row_world(row: dict[str, Any]) -> tuple[WorldSpec, str, int, TaskCheck | None, str]:
-    """The spec, task text, seed, success check and task id a dataset row names.
-
-    Raises:
-        DataError: the row has no ``agentworld`` field, or names an unknown task of its world.
-    """
-    raw = row.get(AGENT_NAME)
-    if raw is None:
-        raw = (row.get("extra_info") or {}).get(AGENT_NAME)
-    if raw is None:
-        raise DataError(f"the row has no {AGENT_NAME!r} field (nor extra_info[{AGENT_NAME!r}]) naming its "
-                        "world", field=AGENT_NAME)
-    info: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    seed = int(info.get("seed") or 0)
-    task, task_id, check = str(info.get("task") or ""), str(info.get("task_id") or ""), None
-    if info.get("world"):
-        spec, tasks = _world(str(Path(str(info["world"]))))
-        if task_id:
-            if task_id not in tasks:
-                known = ", ".join(sorted(tasks)) or "none"
-                raise DataError(f"no task {task_id!r} in the world (tasks: {known})", path=str(info["world"]),
-                                field="task_id")
-            task, check = task or tasks[task_id].instruction, tasks[task_id].check
-    else:
-        value = info.get("spec") or {}
-        spec = (WorldSpec.model_validate_json(value) if isinstance(value, str)
-                else WorldSpec.model_validate(value))
-    if not task:
-        users = [m for m in row.get("raw_prompt") or [] if isinstance(m, dict) and m.get("role") == "user"]
-        task = str(users[-1].get("content") or "") if users else ""
-    return spec, task, seed, check, task_id
 
 
 @register(AGENT_NAME)
