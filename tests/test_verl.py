@@ -331,8 +331,9 @@ def test_world_dataset_row_runs_its_task_with_the_success_check(tmp_path: Path,
         reply = "DONE" if '"cancelled"' in said.rsplit("<|im_start|>user", 1)[-1] else CALL
         return tiny_chat_tokenizer.encode(reply, add_special_tokens=False), None
 
-    episode = asyncio.run(run_verl_episode(generate, tiny_chat_tokenizer, ScriptedBackend(default=RESULT), spec,
-                                           task=task, seed=seed, max_turns=4, response_length=4096, check=check))
+    world_model = ScriptedBackend(default=RESULT)
+    episode = asyncio.run(run_verl_episode(generate, tiny_chat_tokenizer, world_model, spec, task=task,
+                                           seed=seed, max_turns=4, response_length=4096, check=check))
     assert episode.reward_score == 1.0
     assert episode.extra_fields["success"] is True
     assert episode.extra_fields["failed_conditions"] == []
