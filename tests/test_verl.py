@@ -204,7 +204,10 @@ def check_tokens(tokenizer: Any, prompt_ids: list[int], response_ids: list[int],
             runs.append((bit, [token]))
     assert [ids for bit, ids in runs if bit == 1] == generated
     observations = [tokenizer.decode(ids) for bit, ids in runs if bit == 0]
-    assert observations and all(text.startswith("<|im_start|>user\n") for text in observations)
+    # the newline closing the policy's turn after its <|im_end|>, then the observation's user turn
+    assert observations and all(text.startswith("\n<|im_start|>user\n") for text in observations)
+    full = tokenizer.decode(prompt_ids + response_ids)
+    assert "<|im_end|><|im_start|>" not in full
     assert all(text.endswith("<|im_start|>assistant\n") for text in observations)
     assert "Task: Find Sara." in tokenizer.decode(prompt_ids)
     assert tokenizer.decode(prompt_ids).endswith("<|im_start|>assistant\n")
@@ -338,6 +341,10 @@ def test_world_dataset_row_runs_its_task_with_the_success_check(tmp_path: Path,
     assert episode.extra_fields["success"] is True
     assert episode.extra_fields["failed_conditions"] == []
     assert episode.response_logprobs is None  # the policy gave none
+    # no end-of-turn token generated: the template's closing of the turn is added, masked
+    first_observation = [t for t, m in zip(episode.response_ids, episode.response_mask, strict=True)
+                         if m == 0][:3]
+    assert tiny_chat_tokenizer.decode(first_observation).startswith("<|im_end|>\n")
     bad = {**row, "agentworld": json.dumps({"world": str(world), "task_id": "nope"})}
     with pytest.raises(DataError, match="no task 'nope' in the world"):
         row_world(bad)

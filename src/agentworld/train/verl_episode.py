@@ -30,7 +30,8 @@ AGENT_NAME = "agentworld"
 Generate = Callable[[list[int], dict[str, Any]], Awaitable[tuple[list[int], list[float] | None]]]
 """``(context token ids, sampling params) -> (generated token ids, their log-probs or None)``."""
 
-_PREFIX = ({"role": "user", "content": "x"}, {"role": "assistant", "content": "y"})
+_REPLY = "AGENTWORLD_REPLY"
+_PREFIX = ({"role": "user", "content": "x"}, {"role": "assistant", "content": _REPLY})
 """A conversation ending in an assistant turn: the template's text after it is one observation's."""
 
 
@@ -74,6 +75,7 @@ class TokenAgent:
         self.has_logprobs = True
         self.exhausted = False
         self._seen = 0
+        self._last_text = ""
 
     def _render(self, messages: Sequence[dict[str, Any]], generation_prompt: bool) -> str:
         text = self._tokenizer.apply_chat_template(list(messages), tokenize=False,
@@ -85,13 +87,21 @@ class TokenAgent:
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
     def observation_ids(self, messages: Sequence[dict[str, Any]]) -> list[int]:
-        """Token ids the template adds for ``messages`` after an assistant turn, up to the next reply."""
+        """Token ids the template adds for ``messages`` after an assistant turn, up to the next reply.
+
+        The template closes the assistant turn (ChatML: ``<|im_end|>`` and a newline); the part of
+        that closing the policy did not generate itself (the newline after its end-of-turn token, or
+        all of it when generation stopped on length) comes first, so the sequence reads as the
+        template renders the conversation.
+        """
         before = self._render(_PREFIX, False)
         after = self._render([*_PREFIX, *messages], True)
-        if not after.startswith(before):
+        if not after.startswith(before) or _REPLY not in before:
             raise ValueError("the chat template renders a conversation differently once a message is added; "
                              "cannot split an observation's tokens from the history")
-        return self._encode(after[len(before):])
+        closing = before[before.rindex(_REPLY) + len(_REPLY):]
+        done = next(k for k in range(len(closing), -1, -1) if self._last_text.endswith(closing[:k]))
+        return self._encode(closing[done:] + after[len(before):])
 
     def _append(self, ids: Sequence[int], mask: int, logprobs: Sequence[float] | None = None) -> None:
         ids = list(ids)[:self.response_length - len(self.response_mask)]
@@ -115,6 +125,7 @@ class TokenAgent:
             return ChatResult(content=DONE, finish_reason="length", source="verl")
         ids, logprobs = await self._generate(self.prompt_ids + self.response_ids, self._sampling)
         self._append(ids, 1, logprobs)
+        self._last_text = str(self._tokenizer.decode(ids, skip_special_tokens=False))
         text = self._tokenizer.decode(ids, skip_special_tokens=True)
         return ChatResult(content=str(text), source="verl")
 
