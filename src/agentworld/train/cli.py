@@ -150,3 +150,17 @@ config_command(app, RecipeOptions, _rl, name="rl", exclude=("resume",),
                help="GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule "
                     "reward.")
 config_command(app, RolloutOptions, _rollout, name="rollout")
+
+
+def _verl_config(options: VerlConfigOptions) -> None:
+    import typer
+
+    from agentworld.train.verl_config import write_verl_config
+
+    for name, path in write_verl_config(options).items():
+        typer.echo(f"{name}: {path}")
+
+
+from agentworld.train.verl_config import VerlConfigOptions  # noqa: E402  (one block for this command)
+
+config_command(app, VerlConfigOptions, _verl_config, name="verl-config")
