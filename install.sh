@@ -39,7 +39,14 @@ for flag in "$@"; do
     *) echo "install.sh: unknown option $flag (known: --train, --ray)" >&2; exit 2 ;;
   esac
 done
+# The verifiers environment (environments/agentworld_sim) comes with --train: verifiers 0.3.1 pins mcp<2, which
+# agentworld's MCP server cannot use, and its environment API never imports mcp, so verifiers is installed
+# without its pins (--no-deps) after its other requirements (the verifiers extra).
+if [[ ",$extras," == *",train,"* ]]; then extras="$extras,verifiers"; fi
 .venv/bin/python -m pip install -q -e ".[$extras]"
+if [[ ",$extras," == *",verifiers,"* ]]; then
+  .venv/bin/python -m pip install -q --no-deps "verifiers==0.3.1" -e environments/agentworld_sim
+fi
 # The npm MCP servers `agentworld record mcp --scenarios` records (pinned in agentworld.domains.mcp.servers).
 if command -v npm >/dev/null 2>&1; then
   .venv/bin/python -c "from agentworld.domains.mcp.servers import PRESETS; import sys; sys.exit(any(p.missing() for p in PRESETS.values()))" \

@@ -37,19 +37,21 @@ def wait_listening(proc: subprocess.Popen[str], pattern: str, health: str, timeo
 
 
 @contextlib.contextmanager
-def chat_server(answer: Callable[[str, dict[str, Any], Any], str]) -> Iterator[str]:
+def chat_server(answer: Callable[[str, dict[str, Any], Any], str | dict[str, Any]]) -> Iterator[str]:
     """A real OpenAI-compatible chat endpoint on 127.0.0.1 whose reply text is ``answer(path, body,
-    headers)`` (``headers`` looked up case-insensitively); yields its base URL without ``/v1``, so
-    callers can route by path (``/agent/v1``, ``/world/v1``)."""
+    headers)`` (``headers`` looked up case-insensitively; a dict answer is the whole message, e.g. with
+    ``tool_calls``); yields its base URL without ``/v1``, so callers can route by path (``/agent/v1``,
+    ``/world/v1``)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             content = answer(self.path, body, self.headers)
+            message = content if isinstance(content, dict) else {"role": "assistant", "content": content}
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
             usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
             data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": content}}],
+                               "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                                "usage": usage}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

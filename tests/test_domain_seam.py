@@ -35,7 +35,7 @@ def branches() -> Counter[str]:
     return +found
 
 
-KNOWN_NAMES = {"serve/serve_cli.py": 1}
+KNOWN_NAMES = {"serve/serve_cli.py": 1, "train/verl_config.py": 1}
 """Domain names as string constants outside ``domains/`` (defaults, table keys, registrations), per file.
 
 Stricter than :data:`KNOWN`: any ``"terminal"`` in code counts, not only comparisons. ``schema.py``
@@ -46,6 +46,7 @@ scorer's default) and is exempt. A default names its domain once, in ``agentworl
 
 - ``serve/serve_cli.py``: ``agentworld serve mcp`` is named after the protocol it serves, not the domain
   (the domain it simulates is ``TOOLS_DOMAIN``).
+- ``train/verl_config.py``: ``"mcp"`` is verl's tool type and config section and the ``serve mcp`` command.
 """
 
 

@@ -182,3 +182,64 @@ def test_record_mcp_keeps_a_last_row_missing_its_newline(tmp_path: Path) -> None
     done = subprocess.run(proxy_cmd(out, "--", *server), input=b"", capture_output=True, timeout=120)
     assert done.returncode == 0
     assert out.read_text() == '{"a":1}\n{"b":2}\n' and not dropped_path(out).exists()
+
+
+def test_a_json_answer_is_recorded_before_its_last_byte_reaches_the_client(tmp_path: Path) -> None:
+    """A JSON body carries a Content-Length, so the client is done at its last byte, before the end of
+    the ASGI body: the call must be in the file before any byte of the answer is sent (a SIGKILL
+    right after the client read it kept 2 of 3 calls in CI)."""
+    import asyncio
+
+    from agentworld.domains.mcp.rows import ROWS
+    from agentworld.envs.mcp_proxy import TrajectorySink
+    from agentworld.envs.mcp_proxy_http import RecordingProxy
+
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "ok " * 5000}]}}
+
+    body = json.dumps(answer).encode()
+
+    class Chunks(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield body[:100]
+            yield body[100:]
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "application/json",
+                                            "content-length": str(len(body))}, stream=Chunks())
+
+    events: list[str] = []
+    out = tmp_path / "rec.jsonl"
+    sink = TrajectorySink(out)
+    proxy = RecordingProxy("http://upstream.invalid/mcp", sink, layout=ROWS)
+    proxy.client = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
+    flush = sink.flush
+
+    def noting_flush(recorder: Any) -> None:
+        flush(recorder)
+        events.append(f"rows={len(out.read_text().splitlines())}")
+
+    sink.flush = noting_flush  # type: ignore[method-assign]
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+
+    async def run() -> None:
+        messages = [{"type": "http.request", "body": json.dumps(call).encode(), "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop(0)
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message.get("body"):
+                events.append(f"body rows={len(out.read_text().splitlines()) if out.exists() else 0}")
+
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "query_string": b"",
+                 "headers": [(b"content-type", b"application/json")]}
+        await proxy(scope, receive, send)
+        await proxy.client.aclose()
+
+    asyncio.run(run())
+    sink.close()
+    bodies = [e for e in events if e.startswith("body")]
+    assert bodies and all(e == "body rows=1" for e in bodies), events

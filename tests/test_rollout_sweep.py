@@ -156,6 +156,7 @@ def test_a_world_without_tasks_needs_a_task(tmp_path: Path, endpoints: str) -> N
     (["--tools", "t.json", "--sweep-controls"], "--sweep-controls sweeps a world folder's controls"),
     (["--world", "w", "--tools", "t.json"], "give exactly one of --tools FILE and --world DIR"),
     (["--world", "w", "--fault-kinds", "timeout"], "--fault-kinds is the --tools curriculum"),
+    (["--tools", "t.json", "--ray-actors", "2"], "--ray-actors sets the actors of a Ray run: give --ray too"),
 ])
 def test_rollout_option_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     result = _rollout("http://127.0.0.1:9", *args, "--out", str(tmp_path / "o.jsonl"))

@@ -1,7 +1,8 @@
 """Typer commands generated from pydantic configs, so each option is documented once, in its config class.
 
 A field becomes ``--field-name`` with the field's description as help; ``list`` fields are
-repeatable; ``bool`` fields are flags (``--x/--no-x`` when they default to true); ``Literal``
+repeatable (so is a ``str`` field marked ``{"repeatable": True}``, whose validator joins the values);
+``bool`` fields are flags (``--x/--no-x`` when they default to true); ``Literal``
 fields are choices; ``json_schema_extra={"envvar": ...}`` names an environment variable default
 (or several, tried in order), ``{"flags": ["--in"]}`` replaces the flag derived from the name
 (``inp`` → ``--in``; ``["--processes", "-j"]`` adds a short form).
@@ -81,6 +82,8 @@ def _option(name: str, info: FieldInfo) -> inspect.Parameter:
         raise TypeError(f"config field {name!r} has no description: every CLI option needs help text")
     annotation = _cli_type(info.annotation)
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    if extra.get("repeatable") and annotation == str | None:
+        annotation = list[str] | None  # the field's validator joins the values
     flags = extra.get("flags")
     flag = "--" + name.replace("_", "-")
     if isinstance(flags, list):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from agentworld.errors import AgentWorldError
 
@@ -34,8 +34,11 @@ class ModelEndpoint(BaseModel):
 
     model: str = Field(description="World model: the served model name with --model-base-url; without it "
                        "a backend name (retrieval: the offline baseline; scripted: tests).")
-    model_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the world model "
-                                       "(vLLM, SGLang, llama.cpp server, a hosted API).")
+    model_base_url: str | None = Field(
+        None, description="OpenAI-compatible base URL of the world model (vLLM, SGLang, llama.cpp server, a "
+        "hosted API). Several make a pool of endpoints serving the same model (least-loaded first, "
+        "failover, health checks): repeat the option, separate URLs with commas, or give @FILE with one "
+        "URL per line.", json_schema_extra={"repeatable": True})
     model_api_key: SecretStr | None = Field(
         None, description=f"World-model API key ({_KEY_HELP}).",
         json_schema_extra={"runtime": True, "envvar": list(MODEL_KEY_ENV)})
@@ -44,6 +47,15 @@ class ModelEndpoint(BaseModel):
         description="Retrieval backend only: recordings to build it from (AgentWorldBench or unified "
                     "JSONL files or folders; repeat or several after one flag); default: the shipped "
                     "terminal corpus.")
+
+    @field_validator("model_base_url", mode="before")
+    @classmethod
+    def _pool(cls, value: Any) -> str | None:
+        """Repeated options, comma lists and ``@FILE`` become one comma-separated list (one URL: as given)."""
+        if value is None:
+            return None
+        urls = base_urls(value)
+        return ",".join(urls) if urls else None
 
 
 class JudgeEndpoint(BaseModel):
@@ -84,6 +96,50 @@ class OptimizerEndpoint(BaseModel):
         json_schema_extra={"runtime": True, "envvar": OPTIMIZER_KEY_ENV})
 
 
+def base_urls(value: str | list[str] | tuple[str, ...]) -> list[str]:
+    """The endpoint URLs in ``--model-base-url`` values: each may be a URL, a comma-separated list of
+    URLs, or ``@FILE`` naming a file with one URL per line (blank lines and ``#`` comments skipped).
+
+    Why commas: a list fits every way a value arrives (the option repeated, an environment variable, a
+    config file, a Python string) and no base URL needs a literal comma (write ``%2C``).
+
+    Raises:
+        ValueError: an unreadable file, an entry that is not an http(s) URL in a pool, or a URL listed
+            twice; the text names the entry with its credentials redacted.
+    """
+    from agentworld.redact import redact_url
+
+    items = [value] if isinstance(value, str) else list(value)
+    urls: list[str] = []
+    places: list[str] = []
+    from_file = False
+    for item in items:
+        if item.startswith("@"):
+            from_file = True
+            path = Path(item[1:]).expanduser()
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = getattr(exc, "strerror", None) or exc
+                raise ValueError(f"cannot read the list of URLs {path}: {reason}") from None
+            entries = [(f"{path}:{n}", line.split("#", 1)[0].strip()) for n, line in enumerate(lines, 1)]
+        else:
+            entries = [("", part.strip()) for part in item.split(",")]
+        for where, url in entries:
+            if not url:
+                continue
+            if url in urls:
+                raise ValueError(f"{where + ': ' if where else ''}{redact_url(url)} is listed twice")
+            urls.append(url)
+            places.append(where)
+    if from_file and not urls:
+        raise ValueError("the list of URLs is empty")
+    for url, where in zip(urls, places, strict=True):
+        if (from_file or len(urls) > 1) and not url.startswith(("http://", "https://")):
+            raise ValueError(f"{where + ': ' if where else ''}{redact_url(url)!r} is not an http(s) URL")
+    return urls
+
+
 def secret(value: SecretStr | None) -> str | None:
     """The plain key, only at the point where a client needs it."""
     return value.get_secret_value() if value is not None else None
@@ -91,8 +147,9 @@ def secret(value: SecretStr | None) -> str | None:
 
 def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | str | None = None, *,
                   corpus: list[Path] | None = None, domains: list[str] | None = None, **client: Any) -> Any:
-    """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set, otherwise the
-    registered backend called ``name`` (``retrieval`` built from ``corpus`` when given).
+    """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set (a
+    :class:`~agentworld.models.pool.PoolBackend` when it lists several URLs, see :func:`base_urls`),
+    otherwise the registered backend called ``name`` (``retrieval`` built from ``corpus`` when given).
 
     Args:
         domains: the domains it will be asked about; a backend that knows it cannot answer one (the
@@ -111,7 +168,20 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
         if corpus:
             raise AgentWorldError("--model-corpus applies to the retrieval backend only, not to an endpoint "
                                   "given with --model-base-url")
-        return create_backend("openai", base_url=base_url, model=name, api_key=key, **client)
+        try:
+            urls = base_urls(base_url)
+        except ValueError as exc:
+            raise AgentWorldError(f"base URL: {exc}") from None
+        if len(urls) == 1:
+            return create_backend("openai", base_url=urls[0], model=name, api_key=key, **client)
+        from agentworld.models.pool import PoolBackend
+
+        single = {**client, "max_retries": 0}  # the pool retries, on another endpoint
+        members: list[Any] = [create_backend("openai", base_url=url, model=name, api_key=key, **single)
+                              for url in urls]
+        return PoolBackend(members, name=f"openai:{name}", max_retries=client.get("max_retries", 5),
+                           backoff_base_s=client.get("backoff_base_s", 0.5),
+                           backoff_max_s=client.get("backoff_max_s", 30))
     known = backend_names()
     if name not in known or name == "openai":
         hint = "" if name == "openai" else f"unknown world-model backend {name!r}; "

@@ -42,6 +42,8 @@ def redact_url(url: str) -> str:
     >>> redact_url("http://localhost:8000/v1")
     'http://localhost:8000/v1'
     """
+    if "," in url and url.count("://") > 1:  # a pool's comma-separated list (agentworld.endpoints.base_urls)
+        return ",".join(redact_url(part) for part in url.split(","))
     try:
         parts = urlsplit(url)
         port = parts.port

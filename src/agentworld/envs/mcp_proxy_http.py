@@ -77,6 +77,10 @@ class JsonBody:
     def end(self) -> list[dict[str, Any]]:
         return rpc_messages(bytes(self._body)) if self._body else []
 
+    @property
+    def body(self) -> bytes:
+        return bytes(self._body)
+
 
 def _response_parser(response: httpx.Response) -> SseParser | JsonBody | None:
     """How to read the response's messages; ``None`` when they cannot be read (compressed, not JSON)."""
@@ -173,6 +177,14 @@ class RecordingProxy:
                    RESPONSE_HOP_BY_HOP]
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         parser = _response_parser(response)
+        if isinstance(parser, JsonBody):
+            # A JSON body has a Content-Length: the client has the answer with its last byte, before
+            # the end of the ASGI body. So the whole body is read and recorded before any of it goes.
+            async for chunk in response.aiter_raw():
+                parser.feed(chunk)
+            await self._record(recorder, parser.end())
+            await send({"type": "http.response.body", "body": parser.body, "more_body": False})
+            return
         async for chunk in response.aiter_raw():
             await self._record(recorder, parser.feed(chunk) if parser else [])
             await send({"type": "http.response.body", "body": chunk, "more_body": True})

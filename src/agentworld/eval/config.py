@@ -178,6 +178,19 @@ def diff_sections(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
             for name in sorted(set(stored) | set(current)) if stored.get(name) != current.get(name)]
 
 
+def is_pool(url: Any) -> bool:
+    """Whether a stored ``model_base_url`` lists several endpoints (see ``endpoints.base_urls``)."""
+    return isinstance(url, str) and "," in url
+
+
+def align_pool(stored: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """``stored`` with its ``model_base_url`` taken from ``current`` when either is a pool: a pool's members
+    are where the model runs, not what it is, so a run resumes when endpoints join or leave."""
+    if is_pool(stored.get("model_base_url")) or is_pool(current.get("model_base_url")):
+        return {**stored, "model_base_url": current.get("model_base_url")}
+    return stored
+
+
 def check_section(run_dir: Path, stored: dict[str, Any] | None, current: dict[str, Any], what: str) -> None:
     """Raise :class:`ConfigMismatchError` (one line) naming each field that differs from the stored run."""
     if stored is None:

@@ -19,6 +19,7 @@ from agentworld.domains.registry import DomainRegistry, load_domains
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import (
     EvalConfig,
+    align_pool,
     check_section,
     diff_sections,
     fingerprint_file,
@@ -84,9 +85,13 @@ def _check_config(out: Path, stored: dict[str, Any], sections: dict[str, Any], j
                   rejudge: bool) -> bool:
     """Refuse a changed run; returns whether the stored judgments must be archived (re-judging).
 
-    Stored URLs are compared redacted: runs written before redaction kept them verbatim.
+    Stored URLs are compared redacted: runs written before redaction kept them verbatim. A pool's
+    members are where the model runs, not what it is: with a pool on either side the URLs are not compared.
     """
-    check_section(out, redact_stored(stored.get("infer")), sections["infer"], "inference")
+    old_infer = redact_stored(stored.get("infer"))
+    if old_infer is not None:
+        old_infer = align_pool(old_infer, sections["infer"])
+    check_section(out, old_infer, sections["infer"], "inference")
     old_judge = redact_stored(stored.get("judge"))
     if not judging:
         sections["judge"] = old_judge

@@ -22,7 +22,7 @@ from agentworld.domains.probes import Probe, probe_row, verdict
 from agentworld.domains.registry import load_domains
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, ConfigMismatchError, DataError
-from agentworld.eval.config import diff_sections
+from agentworld.eval.config import align_pool, diff_sections
 from agentworld.eval.infer import predict
 from agentworld.eval.probes_config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
@@ -30,6 +30,7 @@ from agentworld.eval.runfolder import read_records
 from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
+from agentworld.models.pool import write_endpoint_stats
 from agentworld.redact import redact_text, redact_url
 from agentworld.schema import BenchSample, parse_row
 
@@ -115,7 +116,7 @@ def open_folder(out: Path, current: dict[str, Any]) -> None:
     if not isinstance(stored, dict) or stored.get("format") != RUN_FORMAT:
         raise AgentWorldError(f"{out}: not empty and not an 'agentworld eval probes' run; nothing was "
                               "changed. Give a new or empty folder as --out")
-    changes = "; ".join(diff_sections(stored.get("probes") or {}, current))
+    changes = "; ".join(diff_sections(align_pool(stored.get("probes") or {}, current), current))
     if changes:
         raise ConfigMismatchError(f"{out}/{CONFIG_NAME} was written with other settings ({changes}); use "
                                   "another --out folder, or restore the original settings")
@@ -182,6 +183,8 @@ class ProbeRun:
                 closer = getattr(self.backend, "aclose", None) if self.owned else None
                 if closer is not None:
                     await closer()
+                if self.config.out is not None:
+                    write_endpoint_stats(self.backend, self.config.out / "endpoints.json")
 
 
 class _Quiet:

@@ -26,6 +26,7 @@ from agentworld.eval.score import ScoreReport, score_run_rows
 from agentworld.io import AsyncJournal, atomic_write_text, dumps, read_journal
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
+from agentworld.models.pool import write_endpoint_stats
 from agentworld.schema import BenchSample
 
 __all__ = ["RunState", "Runner", "journal_ids", "load_rules", "needs_judging", "prepare", "run_eval",
@@ -146,6 +147,8 @@ async def _run(state: RunState, owned: list[ChatBackend]) -> ScoreReport:
     try:
         return await Runner(state).run()
     finally:
+        if state.model is not None:
+            write_endpoint_stats(state.model, state.run_dir / "endpoints.json")
         for backend in owned:
             closer = getattr(backend, "aclose", None)
             if closer is not None:

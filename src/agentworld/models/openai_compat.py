@@ -115,6 +115,18 @@ class OpenAIBackend:
         """Close the connection pool (idempotent)."""
         await self._client.aclose()
 
+    async def probe(self) -> bool:
+        """Whether the server answers at all (``GET {base_url}/models``, any status below 500).
+
+        Used by a pool (:mod:`agentworld.models.pool`) to bring an endpoint marked down back: cheap for the
+        server, and needs no model name or tokens.
+        """
+        try:
+            response = await self._client.get("models", timeout=min(self.timeout_s, 10.0))
+        except _httpx.TransportError:
+            return False
+        return response.status_code < 500
+
     async def __aenter__(self) -> OpenAIBackend:
         return self
 

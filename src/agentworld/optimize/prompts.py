@@ -15,7 +15,13 @@ from typing import Any
 
 from agentworld.domains.registry import DomainRegistry, load_domains
 from agentworld.errors import AgentWorldError, DataError
-from agentworld.eval.config import check_section, fingerprint_file, redact_stored, resolved_sections
+from agentworld.eval.config import (
+    align_pool,
+    check_section,
+    fingerprint_file,
+    redact_stored,
+    resolved_sections,
+)
 from agentworld.eval.infer import make_backend, select_samples
 from agentworld.eval.runfolder import NotARunError
 from agentworld.io import atomic_write_text, dumps, loads
@@ -97,7 +103,9 @@ def run_optimize(config: PromptOptConfig, *, model: ChatBackend | None = None,
     sections = _sections(config, domains, sorted(splits))
     if stored is not None:
         for name in ("infer", "judge"):
-            check_section(config.out, redact_stored(stored.get(name)), sections[name], "optimisation")
+            old = redact_stored(stored.get(name))
+            check_section(config.out, None if old is None else align_pool(old, sections[name]),
+                          sections[name], "optimisation")
     owned: list[ChatBackend] = []
     if model is None or optimizer is None:
         model, optimizer, judge = _backends(config, sorted(splits))

@@ -2,7 +2,8 @@
 
 ``POST /v1/sessions`` opens an episode, ``POST /v1/sessions/{id}/step`` advances it,
 ``GET /v1/sessions/{id}/state`` shows it, ``DELETE /v1/sessions/{id}`` closes it and
-``GET /v1/health`` answers without a token (for load balancers). Requests and responses are
+``GET /v1/health`` answers without a token (for load balancers), ``GET /v1/endpoints`` (with one) a
+pool's per-endpoint stats (:mod:`agentworld.models.pool`). Requests and responses are
 the records of :mod:`agentworld.sim.types`, so the Python API and HTTP speak one schema.
 
 The clients are untrusted: the token and the body limit act before parsing
@@ -119,6 +120,13 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
     @app.get("/v1/health")
     async def health() -> Response:
         return _json(200, {"status": "ok", "sessions": len(sessions)})
+
+    @app.get("/v1/endpoints")
+    async def endpoints() -> Response:
+        """A pool's per-endpoint stats (empty for one endpoint); behind the token, unlike health: it
+        names the hosts the world model runs on."""
+        stats = getattr(backend, "endpoint_stats", None)
+        return _json(200, {"endpoints": stats() if stats is not None else []})
 
     @app.post("/v1/sessions", response_model=CreateSessionResponse)
     async def create_session(body: CreateSessionRequest) -> Response:

@@ -36,7 +36,9 @@ class RecipeOptions(BaseModel):
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
     """Run Sim RL episodes of an agent against a simulated MCP world; write the episodes as unified
     trajectories to OUT plus OUT.steps.jsonl and OUT.rl.jsonl (RL exports); with --sweep-controls, once
-    per control spec of the world folder and a per-spec summary in OUT.sweep.json."""
+    per control spec of the world folder and a per-spec summary in OUT.sweep.json. Finished episodes are
+    journaled in OUT.journal.jsonl until the run ends (--resume continues a killed run); --ray runs them
+    on Ray actors."""
 
     tools: Path | None = Field(None, description='MCP tools/list JSON (a list, or {"tools": [...]}); or give '
                                "--world.")
@@ -56,6 +58,15 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
     rate_end: float = Field(0.5, ge=0, le=1, description="Fault rate of the last episode.")
     task: str = Field("", description="The agent's task (its first user message).")
     seed: int = Field(0, description="Seed of episode 0 (episode i uses seed + i).")
+    resume: bool = Field(False, description="Continue an interrupted run: the episodes journaled in "
+                         "OUT.journal.jsonl are kept, only the others run (same options required).")
+    ray: str | None = Field(None, description="Run the episodes on Ray actors: 'local' starts a local "
+                            "instance, or a cluster address ('auto', 'ray://host:10001'); needs the ray "
+                            "extra.")
+    ray_actors: int | None = Field(None, ge=1, description="With --ray: how many actors (default: one per "
+                                   "cluster CPU, no more than the episodes fill).")
+    sessions_per_actor: int = Field(4, ge=1, le=1024, description="With --ray: simulator sessions (episodes "
+                                    "in flight) per actor.")
 
     @field_validator("fault_kinds")
     @classmethod
@@ -77,6 +88,8 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
         if self.world is not None and self.fault_kinds:
             raise ValueError("--fault-kinds is the --tools curriculum; a world's perturbations are its "
                              "controls/*.yaml specs (see --sweep-controls)")
+        if self.ray_actors is not None and self.ray is None:
+            raise ValueError("--ray-actors sets the actors of a Ray run: give --ray too")
         return self
 
 
@@ -137,3 +150,17 @@ config_command(app, RecipeOptions, _rl, name="rl", exclude=("resume",),
                help="GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule "
                     "reward.")
 config_command(app, RolloutOptions, _rollout, name="rollout")
+
+
+def _verl_config(options: VerlConfigOptions) -> None:
+    import typer
+
+    from agentworld.train.verl_config import write_verl_config
+
+    for name, path in write_verl_config(options).items():
+        typer.echo(f"{name}: {path}")
+
+
+from agentworld.train.verl_config import VerlConfigOptions  # noqa: E402  (one block for this command)
+
+config_command(app, VerlConfigOptions, _verl_config, name="verl-config")

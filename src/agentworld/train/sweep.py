@@ -9,7 +9,7 @@ and tasks, so the differences between rows come from the controls alone.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import re
 from collections import Counter
@@ -26,9 +26,10 @@ from agentworld.models.base import ChatBackend
 from agentworld.sim.types import SessionState
 from agentworld.synth.world import Task, World, evaluate, final_state, load_world
 from agentworld.train.rollout import Episode, arun_episode
+from agentworld.train.rollout_jobs import EpisodeJob, fingerprint, run_jobs_local
 
 __all__ = ["CLEAN", "SweepResult", "SweepTask", "load_world_tasks", "summarize", "sweep_controls",
-           "with_controls", "world_tasks"]
+           "sweep_jobs", "with_controls", "world_tasks"]
 
 CLEAN = "clean"
 """The row without a control spec (the world's own controls only)."""
@@ -165,6 +166,34 @@ async def _episode(agent: ChatBackend, world_model: ChatBackend | None, spec: Wo
     return episode.model_copy(update={"trajectory": trajectory})
 
 
+def sweep_jobs(spec: WorldSpec, controls: Sequence[tuple[str, ControlSpec]], tasks: Sequence[SweepTask],
+               episodes: int, max_turns: int, *, seed: int = 0, clean: bool = True, agent_model: str = "",
+               world_model: str = "", **agent_options: Any) -> list[tuple[str, list[EpisodeJob]]]:
+    """The episodes of :func:`sweep_controls` as jobs (key ``<controls>/<i>``), one list per control spec.
+
+    Episode ``i`` of every row has seed ``seed + i`` and task ``tasks[i % len(tasks)]``, so rows differ
+    only by their controls.
+    """
+    if not tasks:
+        raise DataError("a sweep needs at least one task")
+    rows = [(CLEAN, ControlSpec())] if clean else []
+    options = {**agent_options, "agent_model": agent_model}
+    out = []
+    for name, control in [*rows, *controls]:
+        row_spec = with_controls(spec, control)
+        jobs = []
+        for i in range(episodes):
+            task = tasks[i % len(tasks)]
+            settings = {"spec": row_spec.model_dump(mode="json"), "controls": name, "task_id": task.id,
+                        "task": task.instruction, "index": i, "seed": seed + i, "max_turns": max_turns,
+                        "world_model": world_model, **options}
+            run = functools.partial(_episode, spec=row_spec, task=task, name=name, index=i, seed=seed + i,
+                                    max_turns=max_turns, agent_options=options)
+            jobs.append(EpisodeJob(key=f"{name}/{i}", fingerprint=fingerprint(settings), run=run))
+        out.append((name, jobs))
+    return out
+
+
 def sweep_controls(agent: ChatBackend, world_model: ChatBackend | None, spec: WorldSpec,
                    controls: Sequence[tuple[str, ControlSpec]], tasks: Sequence[SweepTask], episodes: int,
                    max_turns: int, *, seed: int = 0, clean: bool = True,
@@ -177,14 +206,7 @@ def sweep_controls(agent: ChatBackend, world_model: ChatBackend | None, spec: Wo
     Returns:
         One ``(row, episodes)`` pair per control spec, the clean row first.
     """
-    if not tasks:
-        raise DataError("a sweep needs at least one task")
-    rows = [(CLEAN, ControlSpec())] if clean else []
-    out = []
-    for name, control in [*rows, *controls]:
-        row_spec = with_controls(spec, control)
-        done = [asyncio.run(_episode(agent, world_model, row_spec, tasks[i % len(tasks)], name, i, seed + i,
-                                     max_turns, agent_options))
-                for i in range(episodes)]
-        out.append((summarize(name, done), done))
-    return out
+    rows = sweep_jobs(spec, controls, tasks, episodes, max_turns, seed=seed, clean=clean, **agent_options)
+    return [(summarize(name, done), done)
+            for name, jobs in rows
+            for done in [list(run_jobs_local(jobs, agent, world_model))]]
