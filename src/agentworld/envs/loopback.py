@@ -13,6 +13,18 @@ from typing import Any
 
 from agentworld.errors import AgentWorldError
 
+KEEP_ALIVE_S = 75
+"""How long an idle keep-alive connection stays open (uvicorn's default is 5 s).
+
+Why: a client must stop reusing an idle connection *before* the server closes it. httpx (the
+benchmarks', the tests' and most Python agents' client) reuses a pooled connection idle for up to
+5 s — uvicorn's default closes it at 5 s, so a request sent on a connection at the edge of its life
+meets a close that discards it unread and the kernel answers with a reset (``httpx.ReadError``,
+``ECONNRESET``). A busy event loop widens the window from microseconds to its lag, which is why
+``bench_sessions.py`` died at 64+ sessions. 75 s (nginx's default) is well above the idle expiry of
+common clients (httpx 5 s, aiohttp 15 s, Node 4-5 s, Go 90 s is the exception); idle sockets cost
+one file descriptor each.
+"""
 
 class LoopbackServer:
     """uvicorn on ``127.0.0.1`` and a free port, in a daemon thread; a context manager.
@@ -43,7 +55,8 @@ class LoopbackServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
+                                timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
                                         name=f"loopback-{port}")

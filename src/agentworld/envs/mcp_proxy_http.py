@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from agentworld.envs.loopback import KEEP_ALIVE_S
 from agentworld.envs.mcp_proxy import RowLayout, SessionRecorder, TrajectorySink, clock, log, rpc_messages
 
 Scope = dict[str, Any]
@@ -243,7 +244,7 @@ def run_http_proxy(url: str, out: str | Path, *, layout: RowLayout, name: str | 
     port = sock.getsockname()[1]
     log(f"recording proxy for {url} listening on http://127.0.0.1:{port}{proxy.path}")
     config = uvicorn.Config(proxy, lifespan="on", log_level="warning", server_header=False,
-                            date_header=False, timeout_graceful_shutdown=3)
+                            date_header=False, timeout_graceful_shutdown=3, timeout_keep_alive=KEEP_ALIVE_S)
 
     async def serve() -> None:
         try:

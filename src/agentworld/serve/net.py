@@ -10,6 +10,7 @@ import socket
 import sys
 from typing import Any
 
+from agentworld.envs.loopback import KEEP_ALIVE_S
 from agentworld.errors import AgentWorldError
 
 
@@ -29,18 +30,6 @@ def bind_tcp(host: str, port: int, backlog: int = 2048) -> socket.socket:
     return sock
 
 
-KEEP_ALIVE_S = 75.0
-"""How long an idle keep-alive connection stays open (uvicorn's default is 5 s).
-
-Why: a client must stop reusing an idle connection *before* the server closes it. httpx (the
-benchmarks', the tests' and most Python agents' client) reuses a pooled connection idle for up to
-5 s — uvicorn's default closes it at 5 s, so a request sent on a connection at the edge of its life
-meets a close that discards it unread and the kernel answers with a reset (``httpx.ReadError``,
-``ECONNRESET``). A busy event loop widens the window from microseconds to its lag, which is why
-``bench_sessions.py`` died at 64+ sessions. 75 s (nginx's default) is well above the idle expiry of
-common clients (httpx 5 s, aiohttp 15 s, Node 4-5 s, Go 90 s is the exception); idle sockets cost
-one file descriptor each.
-"""
 
 
 def uvicorn_config(asgi_app: Any, **overrides: Any) -> Any:
