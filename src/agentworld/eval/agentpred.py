@@ -120,38 +120,6 @@ def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str,
     return {"format": FORMAT, **fields}
 
 
-def _open_run(out: Path, identity: dict[str, Any]) -> None:
-    """Create the run folder, or check that the one there was written with the same configuration.
-
-    Raises:
-        AgentWorldError: ``out`` is a file or a foreign non-empty folder (left untouched), or its run
-            was written with other settings.
-    """
-    from agentworld.errors import AgentWorldError, ConfigMismatchError
-    from agentworld.eval.config import diff_sections
-    from agentworld.io import atomic_write_text, dumps, loads
-
-    config_file = out / "config.json"
-    if out.exists() and not out.is_dir():
-        raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
-    if out.is_dir() and any(out.iterdir()):
-        try:
-            stored = loads(config_file.read_bytes())
-        except (OSError, ValueError):
-            stored = None
-        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-            raise AgentWorldError(f"{out}: a non-empty folder that is not an agent-predictions run; nothing "
-                                  "was changed (give a new or empty folder as --out)")
-        changes = "; ".join(diff_sections(stored, identity))
-        if changes:
-            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
-                                      f"({changes}); use another --out folder, or restore the original "
-                                      "settings")
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(config_file, dumps(identity) + "\n")
-
-
 def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
     """The tasks of this run: the file's or the built-in ones, filtered by ``--domains`` and ``--limit``."""
     from agentworld.errors import AgentWorldError
@@ -194,7 +162,9 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
         backend = build_backend(config.agent_name, config.agent_base_url, config.agent_api_key,
                                 concurrency=config.concurrency, max_retries=config.max_retries,
                                 timeout_s=config.timeout_s)
-    _open_run(config.out, _identity(config, tasks))
+    from agentworld.eval.runfolder import open_typed_run
+
+    open_typed_run(config.out, _identity(config, tasks), kind="an agent-predictions")
     failures = asyncio.run(run_tasks(config, tasks, backend))
     summary = summarise(read_journal(config.out / "steps.jsonl"), len(tasks))
     atomic_write_text(config.out / "summary.json", dumps(summary.model_dump(mode="json")) + "\n")

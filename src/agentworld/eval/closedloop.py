@@ -110,38 +110,6 @@ def _identity(config: ClosedLoopConfig, tasks: list[ClosedLoopTask]) -> dict[str
     return {"format": FORMAT, **fields}
 
 
-def _open_run(out: Path, identity: dict[str, Any]) -> None:
-    """Create the run folder, or check that the one there was written with the same configuration.
-
-    Raises:
-        AgentWorldError: ``out`` is a file or a foreign non-empty folder (left untouched), or its run
-            was written with other settings.
-    """
-    from agentworld.errors import AgentWorldError, ConfigMismatchError
-    from agentworld.eval.config import diff_sections
-    from agentworld.io import atomic_write_text, dumps, loads
-
-    config_file = out / "config.json"
-    if out.exists() and not out.is_dir():
-        raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
-    if out.is_dir() and any(out.iterdir()):
-        try:
-            stored = loads(config_file.read_bytes())
-        except (OSError, ValueError):
-            stored = None
-        if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-            raise AgentWorldError(f"{out}: a non-empty folder that is not a closed-loop run; nothing was "
-                                  "changed (give a new or empty folder as --out)")
-        changes = "; ".join(diff_sections(stored, identity))
-        if changes:
-            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
-                                      f"({changes}); use another --out folder, or restore the original "
-                                      "settings")
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(config_file, dumps(identity) + "\n")
-
-
 def select_tasks(config: ClosedLoopConfig) -> list[ClosedLoopTask]:
     """The tasks of this run: the file's, filtered by ``--domains`` and ``--limit``."""
     from agentworld.errors import AgentWorldError
@@ -191,7 +159,9 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     judge = None
     if config.judge_model:
         judge = build_backend(config.judge_model, config.judge_base_url, config.judge_api_key, **client)
-    _open_run(config.out, _identity(config, tasks))
+    from agentworld.eval.runfolder import open_typed_run
+
+    open_typed_run(config.out, _identity(config, tasks), kind="a closed-loop")
     failures = asyncio.run(run_tasks(config, tasks, Backends(agent=agent, world=world, judge=judge)))
     report = write_reports(config, len(tasks))
     if failures:

@@ -149,3 +149,38 @@ class RunFolder:
 
     def rules(self) -> dict[str, RuleRow]:
         return read_records(self.path / "rules.jsonl", RuleRow)
+
+
+def open_typed_run(out: Path, identity: dict[str, Any], *, kind: str) -> None:
+    """Create the run folder of a command whose ``config.json`` holds ``identity`` (with its own
+    ``format``), or check that the one there was written with the same configuration.
+
+    Why one function: ``eval agent-predictions`` and ``eval closed-loop`` keep their run folders the
+    same way — a foreign folder is never touched and a changed configuration is refused by name.
+
+    Raises:
+        AgentWorldError: ``out`` is a file or a foreign non-empty folder (left untouched), or its run
+            was written with other settings (:class:`~agentworld.errors.ConfigMismatchError`).
+    """
+    from agentworld.errors import ConfigMismatchError
+    from agentworld.eval.config import diff_sections
+
+    config_file = out / "config.json"
+    if out.exists() and not out.is_dir():
+        raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            stored = loads(config_file.read_bytes())
+        except (OSError, ValueError):
+            stored = None
+        if not isinstance(stored, dict) or stored.get("format") != identity.get("format"):
+            raise AgentWorldError(f"{out}: a non-empty folder that is not {kind} run; nothing was changed "
+                                  "(give a new or empty folder as --out)")
+        changes = "; ".join(diff_sections(stored, identity))
+        if changes:
+            raise ConfigMismatchError(f"{config_file} was written with a different configuration "
+                                      f"({changes}); use another --out folder, or restore the original "
+                                      "settings")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(config_file, dumps(identity) + "\n")
