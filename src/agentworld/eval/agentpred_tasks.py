@@ -16,7 +16,6 @@ Tasks file (JSONL, one object a line)::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,26 +120,10 @@ def load_tasks(path: Path) -> list[PredictionTask]:
     Raises:
         DataError: a missing, oversized or empty file, or a bad line (file:line, task id, field).
     """
-    if not path.is_file():
-        raise DataError("no such tasks file", path=str(path))
-    if path.stat().st_size > MAX_TASKS_FILE_BYTES:
-        raise DataError(f"tasks file larger than {MAX_TASKS_FILE_BYTES >> 20} MiB", path=str(path))
-    parsed: list[tuple[PredictionTask, str, int | None]] = []
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"not JSON ({exc.msg})", path=str(path), line=number) from None
-        parsed.append((parse_task(item, path=str(path), line=number), str(path), number))
-    if not parsed:
-        raise DataError("the tasks file holds no tasks", path=str(path))
-    return _unique(parsed)
+    from agentworld.domains.records_file import read_records
+
+    return read_records(path, lambda item, line: parse_task(item, path=str(path), line=line), lambda t: t.id,
+                        what="task", key="id", max_bytes=MAX_TASKS_FILE_BYTES)
 
 
 def builtin_tasks(domains: Iterable[str] = ()) -> list[PredictionTask]:

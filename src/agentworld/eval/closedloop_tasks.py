@@ -20,7 +20,6 @@ Tasks file (JSONL, one object a line)::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,28 +119,7 @@ def load_tasks(path: Path) -> list[ClosedLoopTask]:
     Raises:
         DataError: a missing, oversized or empty file, a duplicate id, or a bad line (file:line, id, field).
     """
-    if not path.is_file():
-        raise DataError("no such tasks file", path=str(path))
-    if path.stat().st_size > MAX_TASKS_FILE_BYTES:
-        raise DataError(f"tasks file larger than {MAX_TASKS_FILE_BYTES >> 20} MiB", path=str(path))
-    try:
-        text = path.read_text("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
-    tasks: list[ClosedLoopTask] = []
-    seen: set[str] = set()
-    for number, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"not JSON ({exc.msg})", path=str(path), line=number) from None
-        task = parse_task(item, path=str(path), line=number)
-        if task.id in seen:
-            raise DataError("duplicate task id", path=str(path), line=number, sample_id=task.id, field="id")
-        seen.add(task.id)
-        tasks.append(task)
-    if not tasks:
-        raise DataError("the tasks file holds no tasks", path=str(path))
-    return tasks
+    from agentworld.domains.records_file import read_records
+
+    return read_records(path, lambda item, line: parse_task(item, path=str(path), line=line), lambda t: t.id,
+                        what="task", key="id", max_bytes=MAX_TASKS_FILE_BYTES)
