@@ -355,3 +355,17 @@ def test_eval_cli_model_corpus_option(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     preds = list(read_journal(tmp_path / "run" / "predictions.jsonl"))
     assert len(preds) == 6 and all(not p["error"] for p in preds)
+
+
+def test_the_simulator_on_search_is_answered_from_search_rows_not_mcp_ones() -> None:
+    """A search call reads like an MCP call; the request's system prompt (sent stripped by the
+    simulator, stored with a final newline in the corpus) is what tells retrieval the domain."""
+    from agentworld.sim.session import Simulator
+    from agentworld.sim.types import WorldSpec
+
+    with Simulator(create_backend("retrieval")) as sim:
+        sim.reset(WorldSpec(domain="search"), seed=0)
+        found = sim.step({"tool_name": "web_search", "arguments": {"query": "json encoder"}})
+    assert found.source == "world_model"
+    assert found.observation.startswith("[1] https://docs.python.org/3/library/json.html\nTitle: json")
+    assert "entities" not in found.observation

@@ -127,7 +127,7 @@ class RetrievalIndex:
             if exclude is not None and exclude(row):
                 continue
             dom, keys = row.domain, retrieval_keys(row.domain)
-            system_domains.setdefault(row.system_str, set()).add(dom)
+            system_domains.setdefault(row.system_str.strip(), set()).add(dom)
             for j, (act, obs) in enumerate(zip(row.prompt, row.response, strict=False)):
                 key = keys.key(act)
                 ctx = keys.context(row.prompt[j - 1] if j else None, row.response[j - 1] if j else None,
@@ -160,9 +160,11 @@ class RetrievalIndex:
 
         Why: a request carries no domain, and its action alone cannot tell tool-call domains apart
         (a search call reads like an MCP call); the system prompt a recorded domain's rows share can.
+        Compared without surrounding whitespace: the simulator sends its prompt stripped, rows may
+        end in a newline.
         """
         system = next((m.content for m in request.messages if m.role == "system"), None)
-        return self._system_domains.get(system) if system else None
+        return self._system_domains.get(system.strip()) if system else None
 
     def __len__(self) -> int:
         return len(self.transitions)
