@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from agentworld.eval.closedloop_agent import PolicyFactory
@@ -58,3 +59,42 @@ def truth_rows(tasks: Iterable[ClosedLoopTask], reals: Mapping[str, Trajectory],
                              "system_str": system.content, "prompt": prompt, "response": response,
                              "turn_idx": len(prompt)})
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agentworld.eval.closedloop_truth --tasks FILE --out TRUTH.jsonl``: the rows for
+    ``agentworld serve mock --data`` (scripted agent, every arm). An existing ``--out`` is refused."""
+    import argparse
+    import sys
+
+    from agentworld.errors import AgentWorldError
+    from agentworld.eval.closedloop_agent import candidate_agents
+    from agentworld.eval.closedloop_tasks import load_tasks
+    from agentworld.io import atomic_write_jsonl
+
+    parser = argparse.ArgumentParser(prog="python -m agentworld.eval.closedloop_truth",
+                                     description="Record the real episodes of closed-loop tasks (scripted "
+                                     "agent) as ground-truth rows for the mock server.")
+    parser.add_argument("--tasks", type=Path, required=True, help="closed-loop tasks JSONL")
+    parser.add_argument("--out", type=Path, required=True, help="rows to write (must not exist)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the episodes (as eval closed-loop's)")
+    args = parser.parse_args(argv)
+    try:
+        if args.out.exists():
+            raise AgentWorldError(f"{args.out} exists: give a new file")
+        tasks = load_tasks(args.tasks)
+        if bare := [t.id for t in tasks if not t.candidates]:
+            raise AgentWorldError(f"{args.tasks}: task {bare[0]!r} lists no candidates for the scripted "
+                                  "agent")
+        reals = record_real(tasks, candidate_agents, args.seed)
+        rows = truth_rows(tasks, reals, candidate_agents, seed=args.seed)
+    except AgentWorldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    atomic_write_jsonl(args.out, rows)
+    print(f"wrote {len(rows)} rows for {len(tasks)} tasks to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
