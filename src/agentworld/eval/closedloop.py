@@ -150,19 +150,33 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     tasks = select_tasks(config)
     client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
                               "timeout_s": config.timeout_s}
+    owned: list[Any] = []
     world = model or build_backend(config.model, config.model_base_url, config.model_api_key,
                                    corpus=config.model_corpus or None,
                                    domains=sorted({t.domain for t in tasks}), **client)
+    owned += [] if model else [world]
     if agent is None and not config.scripted_agent:
         assert config.agent_base_url is not None and config.agent_model is not None
         agent = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key, **client)
+        owned.append(agent)
     judge = None
     if config.judge_model:
         judge = build_backend(config.judge_model, config.judge_base_url, config.judge_api_key, **client)
+        owned.append(judge)
     from agentworld.eval.runfolder import open_typed_run
 
     open_typed_run(config.out, _identity(config, tasks), kind="a closed-loop")
-    failures = asyncio.run(run_tasks(config, tasks, Backends(agent=agent, world=world, judge=judge)))
+
+    async def run() -> list[str]:
+        try:
+            return await run_tasks(config, tasks, Backends(agent=agent, world=world, judge=judge))
+        finally:  # on the loop their connections live on (aiohttp warns of a session left open)
+            for backend in owned:
+                closer = getattr(backend, "aclose", None)
+                if closer is not None:
+                    await closer()
+
+    failures = asyncio.run(run())
     report = write_reports(config, len(tasks))
     if failures:
         from agentworld.errors import AgentWorldError
