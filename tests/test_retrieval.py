@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -357,15 +358,23 @@ def test_eval_cli_model_corpus_option(tmp_path: Path) -> None:
     assert len(preds) == 6 and all(not p["error"] for p in preds)
 
 
-def test_the_simulator_on_search_is_answered_from_search_rows_not_mcp_ones() -> None:
-    """A search call reads like an MCP call; the request's system prompt (sent stripped by the
-    simulator, stored with a final newline in the corpus) is what tells retrieval the domain."""
+@pytest.mark.parametrize(("spec", "call", "shown"), [
+    ({"domain": "search"}, {"tool_name": "web_search", "arguments": {"query": "json encoder"}},
+     "[1] https://docs.python.org/3/library/json.html\nTitle: json"),
+    ({"domain": "swe", "initial_state": "Working directory: /app (git repository of inflection 0.5.1)"},
+     {"tool_name": "glob", "arguments": {"pattern": "**/*.cfg"}}, "Found 4 file(s) matching"),
+])
+def test_the_simulator_on_a_tool_call_domain_is_answered_from_its_own_rows_not_mcp_ones(
+        spec: dict[str, str], call: dict[str, Any], shown: str) -> None:
+    """A search or SWE call reads like an MCP call; the request's system prompt tells retrieval the
+    domain: sent stripped by the simulator (stored with a final newline in the corpus), and with the
+    sections the simulator appends to the domain's prompt (an initial state)."""
     from agentworld.sim.session import Simulator
     from agentworld.sim.types import WorldSpec
 
     with Simulator(create_backend("retrieval")) as sim:
-        sim.reset(WorldSpec(domain="search"), seed=0)
-        found = sim.step({"tool_name": "web_search", "arguments": {"query": "json encoder"}})
+        sim.reset(WorldSpec(**spec), seed=0)
+        found = sim.step(call)
     assert found.source == "world_model"
-    assert found.observation.startswith("[1] https://docs.python.org/3/library/json.html\nTitle: json")
-    assert "entities" not in found.observation
+    assert found.observation.startswith(shown), found.observation
+    assert "entities" not in found.observation and "/workspace" not in found.observation

@@ -1,8 +1,9 @@
 """One task's episodes in ``eval closed-loop``: the agent in the real environment, and in the simulator.
 
 Both start from the same state: the real environment runs the setup, and the simulator is given the
-setup's *real* observations (a router answers the setup steps with them), so both histories start
-identical and only what the agent then does and sees can differ. The simulator runs under an
+real environment's first screen (as its world spec's initial state: the repository tree, the start
+page) and the setup's *real* observations (a router answers the setup steps with them), so both
+histories start identical and only what the agent then does and sees can differ. The simulator runs under an
 *arm*: with or without the state ledger, with or without the domain's sim-to-real router (then
 the steps its rules call safe run in a real environment of their own, set up the same way). After
 the episode the task's check runs on either side: for real on the final real state, imagined by the
@@ -180,7 +181,7 @@ async def run_sim(task: ClosedLoopTask, start: PolicyFactory, model: ChatBackend
         return result.observation, result.source
 
     try:
-        initial = await sim.areset(WorldSpec(domain=task.domain), seed=seed)
+        initial = await sim.areset(WorldSpec(domain=task.domain, initial_state=real.initial), seed=seed)
         setup = [(text, (await step(raw, text))[0])
                  for raw, text in ((r, _render(task.domain, r)) for r in task.setup)]
         first = setup[-1][1] if setup else initial

@@ -160,11 +160,19 @@ class RetrievalIndex:
 
         Why: a request carries no domain, and its action alone cannot tell tool-call domains apart
         (a search call reads like an MCP call); the system prompt a recorded domain's rows share can.
-        Compared without surrounding whitespace: the simulator sends its prompt stripped, rows may
-        end in a newline.
+        Compared without surrounding whitespace (the simulator sends its prompt stripped, rows may end
+        in a newline); failing that, the longest such prompt the request's begins with, as the
+        simulator's does when it appends sections (the initial state, facts) to the domain's prompt.
         """
         system = next((m.content for m in request.messages if m.role == "system"), None)
-        return self._system_domains.get(system.strip()) if system else None
+        if not system:
+            return None
+        system = system.strip()
+        found = self._system_domains.get(system)
+        if found is None:
+            heads = [text for text in self._system_domains if system.startswith(text + "\n")]
+            found = self._system_domains[max(heads, key=len)] if heads else None
+        return found
 
     def __len__(self) -> int:
         return len(self.transitions)
