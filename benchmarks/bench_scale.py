@@ -17,7 +17,8 @@ event loop is busy, every session's step waits. This measures, per surface and s
 * errors: any non-200 answer, MCP error or transport error (there must be none).
 
 Setup: the mock model server in its own process (``--latency-ms``, default 500), the server in
-another, this process drives the sessions (one ``httpx`` pool). Agents think between steps
+another, this process drives the sessions (one aiohttp pool: the agents' own client costs as little
+CPU as it can, as they would run elsewhere). Agents think between steps
 (``--think-s``, default: sessions / 100 s, so the whole run asks ~100 steps/s of the machine);
 sessions start spread over one think time so they do not tick in lockstep.
 
@@ -39,10 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-try:  # httpx2's connection pool is linear; httpx 0.28's is quadratic in its connections (a
-    import httpx2 as httpx  # thousand-connection pool spends seconds of CPU per request)
-except ImportError:
-    import httpx  # type: ignore[no-redef]
+import aiohttp
+import httpx
+import orjson
 
 TOOLS = [{"name": "get_user_details", "description": "Get the details of a user.",
           "inputSchema": {"type": "object", "properties": {"user_id": {"type": "string"}},
@@ -79,7 +79,7 @@ class _Bench:
         if self.task is None:
             self.task = asyncio.get_running_loop().create_task(self._monitor())
         lags = sorted(self.lags)
-        body = {"rss": _rss_bytes(), "ticks": len(lags),
+        body = {"rss": _rss_bytes(), "ticks": len(lags), "cpu_s": time.process_time(),
                 "lag_p50_ms": 1000 * lags[len(lags) // 2] if lags else 0.0,
                 "lag_p99_ms": 1000 * lags[min(len(lags) - 1, int(0.99 * len(lags)))] if lags else 0.0,
                 "lag_max_ms": 1000 * lags[-1] if lags else 0.0}
@@ -169,11 +169,50 @@ class Run:
         self.errors: list[str] = []
 
 
-def _server_s(response: httpx.Response) -> float:
+class Answer:
+    """An HTTP answer read to the end (what the drivers need of it)."""
+
+    def __init__(self, status: int, headers: Any, body: bytes) -> None:
+        self.status_code, self.headers, self.body = status, headers, body
+
+    @property
+    def text(self) -> str:
+        return self.body.decode(errors="replace")
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+class Client:
+    """The agents' client: aiohttp with an ``httpx``-like ``get``/``post`` on a base URL."""
+
+    def __init__(self, base_url: str, connections: int) -> None:
+        self.base_url = base_url
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections),
+                                             timeout=aiohttp.ClientTimeout(total=300))
+
+    async def request(self, method: str, path: str, json: Any = None,
+                      headers: dict[str, str] | None = None) -> Answer:
+        data = None if json is None else orjson.dumps(json)
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        async with self.session.request(method, self.base_url + path, data=data, headers=sent) as r:
+            return Answer(r.status, r.headers, await r.read())
+
+    async def post(self, path: str, json: Any = None, headers: dict[str, str] | None = None) -> Answer:
+        return await self.request("POST", path, json, headers)
+
+    async def get(self, path: str) -> Answer:
+        return await self.request("GET", path)
+
+    async def aclose(self) -> None:
+        await self.session.close()
+
+
+def _server_s(response: Answer) -> float:
     return float(response.headers["server-timing"].partition("dur=")[2]) / 1000
 
 
-async def http_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: float, delay_s: float,
+async def http_episode(client: Client, i: int, steps: int, think_s: float, delay_s: float,
                        run: Run, opened: asyncio.Event) -> None:
     await asyncio.sleep(delay_s)
     spec = {"domain": "mcp", "name": f"scale-{i}", "tools": TOOLS, "initial_state": "An airline backend."}
@@ -183,6 +222,7 @@ async def http_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: f
         return
     sid = created.json()["session_id"]
     await opened.wait()
+    await asyncio.sleep(delay_s)  # keep the sessions spread over one think time
     for k in range(steps):
         await asyncio.sleep(think_s)
         action = {"tool_name": "get_user_details", "arguments": {"user_id": f"u{i}x{k}"}}
@@ -194,12 +234,11 @@ async def http_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: f
         run.model_s[f"u{i}x{k}"] = float(r.json()["latency_s"])
 
 
-async def _rpc(client: httpx.AsyncClient, url: str, body: dict[str, Any],
-               headers: dict[str, str]) -> httpx.Response:
+async def _rpc(client: Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> Answer:
     return await client.post(url, json=body, headers={**MCP_HEADERS, **headers})
 
 
-async def mcp_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: float, delay_s: float,
+async def mcp_episode(client: Client, i: int, steps: int, think_s: float, delay_s: float,
                       run: Run, opened: asyncio.Event) -> None:
     """An MCP client over raw JSON-RPC (initialize, initialized, tools/call) on its episode's address."""
     await asyncio.sleep(delay_s)
@@ -217,6 +256,7 @@ async def mcp_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: fl
     session = {"Mcp-Session-Id": init.headers["mcp-session-id"]} if "mcp-session-id" in init.headers else {}
     await _rpc(client, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
     await opened.wait()
+    await asyncio.sleep(delay_s)  # keep the sessions spread over one think time
     for k in range(steps):
         await asyncio.sleep(think_s)
         r = await _rpc(client, url, {"jsonrpc": "2.0", "id": k + 1, "method": "tools/call", "params": {
@@ -227,12 +267,14 @@ async def mcp_episode(client: httpx.AsyncClient, i: int, steps: int, think_s: fl
         run.server_s[f"u{i}x{k}"] = _server_s(r)
 
 
-async def drive(surface: str, url: str, sessions: int, steps: int, think_s: float) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=sessions + 8, max_keepalive_connections=sessions + 8)
+async def drive(surface: str, url: str, sessions: int, steps: int, think_s: float,
+                mock_pid: int) -> dict[str, Any]:
+    """Drive every session through one aiohttp pool."""
     run = Run()
     opened = asyncio.Event()
     episode = http_episode if surface == "http" else mcp_episode
-    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client:
+    client = Client(url, sessions + 8)
+    try:
         before = (await client.get("/_bench?reset=1")).json()
         tasks = [asyncio.create_task(episode(client, i, steps, think_s, think_s * i / sessions, run, opened))
                  for i in range(sessions)]
@@ -240,15 +282,27 @@ async def drive(surface: str, url: str, sessions: int, steps: int, think_s: floa
         while len(run.errors) == 0 and (await client.get("/v1/health")).json().get(
                 "sessions" if surface == "http" else "episodes", 0) < sessions:
             await asyncio.sleep(0.2)
-        await client.get("/_bench?reset=1")  # loop lag while stepping only
+        stepping = (await client.get("/_bench?reset=1")).json()  # loop lag while stepping only
+        mock_cpu, own_cpu = _cpu_s(mock_pid), time.process_time()
         opened.set()
         started = time.perf_counter()
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
+        mock_cpu, own_cpu = _cpu_s(mock_pid) - mock_cpu, time.process_time() - own_cpu
         after = (await client.get("/_bench?model=1")).json()
+    finally:
+        await client.aclose()
     if not run.model_s:  # MCP: the model time the server recorded for each step
         run.model_s = {key: after["model_s"][key] for key in run.server_s if key in after["model_s"]}
-    return {"run": run, "before": before, "after": after, "elapsed": elapsed}
+    return {"run": run, "before": before, "after": after, "elapsed": elapsed,
+            "cpu_s": {"server": after["cpu_s"] - stepping["cpu_s"], "mock": mock_cpu, "driver": own_cpu}}
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -256,11 +310,12 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def measure(surface: str, sessions: int, args: argparse.Namespace, mock_url: str,
+def measure(surface: str, sessions: int, args: argparse.Namespace, mock: Any, mock_url: str,
             tools: Path) -> dict[str, Any]:
     server, url = start_server(surface, mock_url, sessions, tools)
     try:
-        out = asyncio.run(drive(surface, url, sessions, args.steps, args.think_s or sessions / 100))
+        out = asyncio.run(drive(surface, url, sessions, args.steps, args.think_s or sessions / args.rate,
+                                mock.pid))
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -275,19 +330,21 @@ def measure(surface: str, sessions: int, args: argparse.Namespace, mock_url: str
             "mem_kib": (out["after"]["rss"] - out["before"]["rss"]) / sessions / 1024,
             "rss_mib": out["after"]["rss"] / 2**20,
             "lag_p50": out["after"]["lag_p50_ms"], "lag_p99": out["after"]["lag_p99_ms"],
-            "lag_max": out["after"]["lag_max_ms"]}
+            "lag_max": out["after"]["lag_max_ms"],
+            **{f"cpu_{k}": 1000 * v / max(1, len(run.server_s)) for k, v in out["cpu_s"].items()}}
 
 
 def show(rows: list[dict[str, Any]]) -> None:
     head = (f"{'surface':>7} {'sessions':>8} {'steps':>6} {'steps/s':>7} {'overhead p50':>12} "
             f"{'p99':>8} {'srv-mock p50':>12} {'p99':>8} {'KiB/session':>11} {'RSS MiB':>8} "
-            f"{'lag p50':>8} {'p99':>7} {'max':>7} {'errors':>6}")
+            f"{'lag p50':>8} {'p99':>7} {'max':>7} {'errors':>6}  CPU ms/step server/mock/driver")
     print(head)
     for r in rows:
         print(f"{r['surface']:>7} {r['sessions']:>8} {r['steps']:>6} {r['steps_per_s']:>7.1f} "
               f"{r['exact_p50']:>9.2f} ms {r['exact_p99']:>5.2f} ms {r['upper_p50']:>9.2f} ms "
               f"{r['upper_p99']:>5.2f} ms {r['mem_kib']:>11.1f} {r['rss_mib']:>8.0f} {r['lag_p50']:>5.1f} ms "
-              f"{r['lag_p99']:>4.1f} ms {r['lag_max']:>4.0f} ms {len(r['errors']):>6}")
+              f"{r['lag_p99']:>4.1f} ms {r['lag_max']:>4.0f} ms {len(r['errors']):>6}  "
+              f"{r['cpu_server']:.1f} / {r['cpu_mock']:.1f} / {r['cpu_driver']:.1f}")
     for r in rows:
         for e in r["errors"][:3]:
             print(f"  {r['surface']} {r['sessions']}: {e}")
@@ -306,7 +363,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3, help="Steps per session.")
     parser.add_argument("--latency-ms", type=float, default=500.0, help="The mock model's latency.")
     parser.add_argument("--think-s", type=float, default=0.0,
-                        help="Agent think time between steps; 0: sessions / 100 (about 100 steps/s in all).")
+                        help="Agent think time between steps; 0: sessions / --rate.")
+    parser.add_argument("--rate", type=float, default=100.0,
+                        help="Steps per second all sessions together ask of the server.")
     parser.add_argument("--target-p99-ms", type=float, default=10.0)
     args = parser.parse_args()
     mock, mock_url = start_mock(args.latency_ms)
@@ -317,7 +376,7 @@ def main() -> int:
             tools.write_text(json.dumps({"tools": TOOLS}))
             for sessions in args.sessions:
                 for surface in args.surfaces:
-                    rows.append(measure(surface, sessions, args, mock_url, tools))
+                    rows.append(measure(surface, sessions, args, mock, mock_url, tools))
                     print(f"done: {surface} x {sessions} ({len(rows[-1]['errors'])} errors)", flush=True)
     finally:
         mock.terminate()

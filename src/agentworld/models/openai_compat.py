@@ -1,7 +1,7 @@
 """An async backend for any OpenAI-compatible chat endpoint (vLLM, SGLang, OpenAI, the mock server).
 
 It speaks the one call it needs, ``POST {base_url}/chat/completions`` with JSON in and out, over
-httpx (the HTTP library the ``openai`` SDK itself is built on) rather than through the SDK: the
+aiohttp (:mod:`agentworld.models.aio_transport` says why not httpx) rather than through the SDK: the
 SDK's import alone cost 1.5 s of CPU (it builds every type of the whole OpenAI API), more than the
 rest of an ``eval run`` start-up together, and its per-request layers a quarter of the CPU each
 request takes, which at high concurrency delays every other request.
@@ -31,12 +31,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import orjson
 
-try:  # httpx2 comes with openai >= 3 and imports faster; httpx has the same API
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed packages
-    import httpx as _httpx  # type: ignore[no-redef]
-
 from agentworld.errors import BackendError
+from agentworld.models.aio_transport import AioTransport, TransportFailure
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.parsing import split_thinking
 from agentworld.redact import is_secret_param, redact_text, redact_url
@@ -59,9 +55,10 @@ class _Retryable(Exception):
 class OpenAIBackend:
     """A :class:`~agentworld.models.base.ChatBackend` talking to an OpenAI-compatible server.
 
-    One ``AsyncOpenAI`` client (and its connection pool) is shared by all requests; an
-    ``asyncio.Semaphore(concurrency)`` bounds the requests in flight. The semaphore is held only
-    during an HTTP attempt, not while backing off, so one failing request never idles a slot.
+    One connection pool (:mod:`agentworld.models.aio_transport`, sized to the concurrency) is shared
+    by all requests; an ``asyncio.Semaphore(concurrency)`` bounds the requests in flight. The
+    semaphore is held only during an HTTP attempt, not while backing off, so one failing request
+    never idles a slot.
 
     Args:
         base_url: e.g. ``http://127.0.0.1:8000/v1``.
@@ -97,13 +94,11 @@ class OpenAIBackend:
                          *(value for name, value in query.items() if is_secret_param(name))]
         self._semaphore = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
-        self._client = _httpx.AsyncClient(
-            base_url=clean_url.rstrip("/") + "/", params=query or None, auth=auth,
+        self._http = AioTransport(
+            clean_url.rstrip("/") + "/", params=query, auth=auth, timeout_s=timeout_s,
+            connections=concurrency + 8,
             headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
-                     "Accept": "application/json"},
-            timeout=_httpx.Timeout(timeout_s, connect=min(timeout_s, 30.0)),
-            limits=_httpx.Limits(max_connections=concurrency + 8, max_keepalive_connections=concurrency + 8),
-        )
+                     "Accept": "application/json"})
 
     def __repr__(self) -> str:
         return (f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r}, api_key='***', "
@@ -113,7 +108,7 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         """Close the connection pool (idempotent)."""
-        await self._client.aclose()
+        await self._http.aclose()
 
     async def probe(self) -> bool:
         """Whether the server answers at all (``GET {base_url}/models``, any status below 500).
@@ -122,8 +117,8 @@ class OpenAIBackend:
         server, and needs no model name or tokens.
         """
         try:
-            response = await self._client.get("models", timeout=min(self.timeout_s, 10.0))
-        except _httpx.TransportError:
+            response = await self._http.request("GET", "models", timeout_s=min(self.timeout_s, 10.0))
+        except TransportFailure:
             return False
         return response.status_code < 500
 
@@ -184,11 +179,10 @@ class OpenAIBackend:
     async def _send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One HTTP attempt; transient failures become :class:`_Retryable`, others :class:`BackendError`."""
         try:
-            response = await self._client.post("chat/completions", content=orjson.dumps(body))
-        except _httpx.TimeoutException:
-            raise _Retryable(f"timed out after {self.timeout_s}s") from None
-        except _httpx.TransportError as exc:
-            raise _Retryable(self._scrub(f"connection error: {type(exc).__name__}: {exc}")) from None
+            response = await self._http.request("POST", "chat/completions", content=orjson.dumps(body))
+        except TransportFailure as exc:
+            message = str(exc) if exc.kind == "timeout" else f"connection error: {exc}"
+            raise _Retryable(self._scrub(message)) from None
         status = response.status_code
         if status >= 400:
             detail = self._scrub(_short(_error_message(response)))
