@@ -24,10 +24,11 @@ stamp=$(cat "$0" "$here"/mcp_clients/*.py | sha256sum | cut -c1-16)
 [ "$(cat "$dest/STAMP" 2>/dev/null)" = "$stamp" ] && exit 0
 tmp=$dest.tmp
 rm -rf "$tmp"
-# antlr4 4.9.3 is an sdist only: build it with the venv's setuptools when there is one (10 s less than
-# fetching a build environment). The two folders install side by side.
+# antlr4 4.9.3 is an sdist only: build it with the venv's setuptools when that one builds wheels itself
+# (70.1+; 10 s less than fetching a build environment). The two folders install side by side.
 isolation=()
-"$py" -c "import setuptools" 2>/dev/null && isolation=(--no-build-isolation)
+"$py" -c "import setuptools, sys; sys.exit(tuple(map(int, setuptools.__version__.split('.')[:2])) < (70, 1))" \
+  2>/dev/null && isolation=(--no-build-isolation)
 "$py" -m pip install -q --no-compile --no-deps "${isolation[@]}" --target "$tmp/agentloop" "${agentloop[@]}" &
 first=$!
 "$py" -m pip install -q --no-compile --no-deps --target "$tmp/mcp" "${mcp[@]}"
