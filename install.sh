@@ -47,6 +47,9 @@ if [[ ",$extras," == *",train,"* ]]; then extras="$extras,verifiers"; fi
 if [[ ",$extras," == *",verifiers,"* ]]; then
   .venv/bin/python -m pip install -q --no-deps "verifiers==0.3.1" -e environments/agentworld_sim
 fi
+# verl for tests/test_verl.py comes with --train, beside the venv in .verl-deps/ (never in it: it pins
+# transformers<5.11); tests/verl_deps/install.sh says what and why.
+if [[ ",$extras," == *",train,"* ]]; then bash tests/verl_deps/install.sh "$PWD/.venv/bin/python"; fi
 # The npm MCP servers `agentworld record mcp --scenarios` records (pinned in agentworld.domains.mcp.servers).
 if command -v npm >/dev/null 2>&1; then
   .venv/bin/python -c "from agentworld.domains.mcp.servers import PRESETS; import sys; sys.exit(any(p.missing() for p in PRESETS.values()))" \

@@ -279,3 +279,32 @@ def test_against_mock_server_reasoning_modes(tmp_path: Path, options: dict[str, 
     expected = "**Environment Observation:**\na.txt"
     assert result.content == f"<predicted_observation>{expected}</predicted_observation>"
     assert result.reasoning and "<think>" not in result.content
+
+
+LEFT_OPEN = """
+import asyncio, gc, sys
+from agentworld.models.openai_compat import OpenAIBackend
+from agentworld.models.base import ChatRequest
+from agentworld.schema import Message
+
+backend = OpenAIBackend(sys.argv[1], "mock", max_retries=0)
+request = ChatRequest(messages=[Message(role="system", content="s"), Message(role="user", content="ls")])
+for _ in range(2):  # two loops in turn: the second gets a new connection pool
+    print(asyncio.run(backend.complete(request)).content[:23])
+del backend
+gc.collect()
+"""
+
+
+def test_a_backend_never_closed_leaves_stderr_clean() -> None:
+    """A command that drops its backend without ``aclose`` (or uses it on two loops in turn) must not
+    make the HTTP library print 'Unclosed client session' / 'Unclosed connector' at exit."""
+    import subprocess
+    import sys
+
+    with run_mock_server(MockConfig()) as url:
+        done = subprocess.run([sys.executable, "-c", LEFT_OPEN, url], capture_output=True, text=True,
+                              timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["<predicted_observation>"] * 2
+    assert done.stderr == ""

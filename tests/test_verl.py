@@ -1,13 +1,20 @@
 """verl: the MCP tool config route (`train verl-config`) and the agent loop, against the mock world model.
 
-verl itself cannot be installed into the project's environment (it pins transformers<5.11), so the
-tests that need verl's own classes skip unless it is importable; install it beside the venv with
-``pip install --no-deps --target DIR verl hydra-core omegaconf antlr4-python3-runtime==4.9.3
-"tensordict<=0.10" pyvers codetiming cachetools`` and put DIR on PYTHONPATH. verl's MCP route was
-dropped from its releases; ``VERL_MCP_PYTHONPATH`` names a path holding a source checkout's ``verl``
-that still has it, with ``fastmcp<2.13``, ``mcp<2`` and ``omegaconf``. The source-contract tests
-below run without either and check the files and outputs against verl's contract (the keys its
-loader reads and the fields of ``AgentLoopOutput``), copied from verl's source (0.7-0.9.1).
+verl cannot be installed into the project's environment (it pins transformers<5.11, hydra needs antlr4
+4.9, its MCP client mcp<2), so ``bash install.sh --train`` runs ``tests/verl_deps/install.sh``, which puts
+it beside the venv in ``.verl-deps/`` (``--no-deps --target``), and the tests against verl's own code run
+it in a child process (``tests/verl_child.py``) with those folders first on PYTHONPATH:
+
+- ``.verl-deps/agentloop``: verl 0.9.1, for ``AgentLoopOutput``, ``register`` and the agent loop;
+- ``.verl-deps/mcp``: verl 0.7.1, the last PyPI release with the MCP tool, for
+  ``initialize_tools_from_config`` and ``MCPBaseTool``. No verl release on PyPI ships the
+  ``verl/tools/utils/mcp_clients`` package that ``MCPBaseTool`` imports (0.4.1-0.7.1 wheels and sdists
+  lack it: no ``__init__.py``; 0.4.0 and 0.8.0-0.9.1 have no MCP tool), so its two files, unmodified
+  from verl's v0.7.0 tag, come from ``tests/verl_deps/mcp_clients``.
+
+``VERL_PYTHONPATH`` / ``VERL_MCP_PYTHONPATH`` override those folders (e.g. a verl source checkout). Without
+either, the verl-class tests skip; the source-contract tests below run regardless and check the files
+and outputs against verl's contract (the keys its loader reads, the fields of ``AgentLoopOutput``).
 """
 
 from __future__ import annotations
@@ -29,11 +36,14 @@ from agentworld.cli import app as root_app
 from agentworld.endpoints import build_backend
 from agentworld.errors import DataError
 from agentworld.serve.mock_server import MockConfig, run_mock_server
-from agentworld.sim.types import ControlSpec, FaultRule, WorldSpec
+from agentworld.sim.types import ControlSpec, FaultRule
 from agentworld.train.verl_episode import TokenAgent, run_verl_episode
 from serving import wait_listening
+from verl_child import TOOLS, airline_spec, scripted_policy
 
-TOOLS = Path(__file__).parent / "fixtures" / "airline_tools.json"
+ROOT = Path(__file__).resolve().parents[1]
+VERL_DEPS = ROOT / ".verl-deps"
+"""Where ``tests/verl_deps/install.sh`` (run by ``install.sh --train``) puts verl."""
 MOCK_ANSWER = "Command completed successfully."
 
 VERL_MCP_LOADER_KEYS = ("tools", "class_name", "config.type", "config.rate_limit",
@@ -48,6 +58,28 @@ AGENT_LOOP_OUTPUT_FIELDS = {"prompt_ids", "response_ids", "response_mask", "resp
 def mock_url() -> Iterator[str]:
     with run_mock_server(MockConfig()) as url:
         yield url
+
+
+def verl_pythonpath(variable: str, *folders: str) -> str:
+    """Where a child process finds verl: ``$variable``, else install.sh's ``.verl-deps`` folders."""
+    if os.environ.get(variable):
+        return os.environ[variable]
+    paths = [VERL_DEPS / folder for folder in folders]
+    if not all(path.is_dir() for path in paths):
+        pytest.skip(f"no verl beside the venv ({paths[0]}): run `bash install.sh --train` "
+                    f"(or `bash tests/verl_deps/install.sh`), or set {variable}")
+    return os.pathsep.join(str(path) for path in paths)
+
+
+def run_verl_child(pythonpath: str, *args: str) -> dict[str, Any]:
+    """``tests/verl_child.py ARGS`` with verl first on PYTHONPATH; its JSON report."""
+    path = [pythonpath, str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("verl_child.py")), *args],
+                          capture_output=True, text=True, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
 
 
 def verl_config(tmp_path: Path, *args: str) -> dict[str, Any]:
@@ -129,35 +161,16 @@ def test_serve_url_and_bad_options(tmp_path: Path) -> None:
     assert all(key not in p.read_text() for p in (tmp_path / "k").iterdir())
 
 
-@pytest.mark.skipif(not os.environ.get("VERL_MCP_PYTHONPATH"),
-                    reason="VERL_MCP_PYTHONPATH unset: no verl with its MCP tool route "
-                           "(dropped from releases)")
 def test_verls_own_loader_reads_the_config(tmp_path: Path, mock_url: str) -> None:
     """verl's initialize_tools_from_config lists the tools of a running serve mcp and calls one."""
+    pythonpath = verl_pythonpath("VERL_MCP_PYTHONPATH", "mcp", "agentloop")
     args = [sys.executable, "-m", "agentworld", "serve", "mcp", "--tools", str(TOOLS), "--model", "mock",
             "--model-base-url", mock_url, "--transport", "http", "--port", "0"]
     proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
         url = wait_listening(proc, r"listening on (http://127\.0\.0\.1:\d+/mcp)", "/v1/health")
         files = verl_config(tmp_path, "--serve-url", url)
-        script = (
-            "import asyncio, json, sys\n"
-            "from verl.tools.utils.tool_registry import initialize_tools_from_config\n"
-            "tools = initialize_tools_from_config(sys.argv[1])\n"
-            "tool = next(t for t in tools if t.name == 'get_user_details')\n"
-            "async def call():\n"
-            "    iid, _ = await tool.create()\n"
-            "    response, reward, metrics = await tool.execute(iid, {'user_id': 'sara_doe_496'})\n"
-            "    return response.text\n"
-            "print(json.dumps({'names': [t.name for t in tools],\n"
-            "                  'classes': sorted({type(t).__name__ for t in tools}),\n"
-            "                  'schema': tools[0].tool_schema.model_dump()['function']['name'],\n"
-            "                  'text': asyncio.run(call())}))\n")
-        env = {**os.environ, "PYTHONPATH": os.environ["VERL_MCP_PYTHONPATH"]}
-        done = subprocess.run([sys.executable, "-c", script, str(files["out"] / "mcp_tool_config.yaml")],
-                              capture_output=True, text=True, env=env, timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
-        report = json.loads(done.stdout.strip().splitlines()[-1])
+        report = run_verl_child(pythonpath, "mcp-loader", str(files["out"] / "mcp_tool_config.yaml"))
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -168,29 +181,6 @@ def test_verls_own_loader_reads_the_config(tmp_path: Path, mock_url: str) -> Non
 
 
 # -- the agent loop ---------------------------------------------------------------------------------
-
-REPLIES = ['{"tool_name": "get_user_details", "arguments": {"user_id": "sara_doe_496"}}',
-           '{"tool_name": "get_reservation_details", "arguments": {"reservation_id": "ABC123"}}', "DONE"]
-
-
-def scripted_policy(tokenizer: Any) -> tuple[Any, list[list[int]]]:
-    """A ``generate`` that answers with REPLIES in turn (then DONE), ending each with the EOS token."""
-    generated: list[list[int]] = []
-
-    async def generate(ids: list[int], params: dict[str, Any]) -> tuple[list[int], list[float] | None]:
-        assert params == {"temperature": 1.0}
-        reply = REPLIES[min(len(generated), len(REPLIES) - 1)]
-        out = [*tokenizer.encode(reply, add_special_tokens=False), tokenizer.eos_token_id]
-        generated.append(out)
-        return out, [-0.5] * len(out)
-
-    return generate, generated
-
-
-def airline_spec(controls: ControlSpec | None = None) -> WorldSpec:
-    return WorldSpec(domain="mcp", tools=json.loads(TOOLS.read_text())["tools"],
-                     initial_state="Airline booking database.", controls=controls or ControlSpec())
-
 
 def check_tokens(tokenizer: Any, prompt_ids: list[int], response_ids: list[int], mask: list[int],
                  generated: list[list[int]]) -> None:
@@ -258,55 +248,40 @@ def test_observation_ids_refuse_a_template_that_rewrites_history(tiny_chat_token
         agent.observation_ids([{"role": "user", "content": "obs"}])
 
 
-# -- against verl's own classes ---------------------------------------------------------------------
+# -- against verl's own classes (in a child process, see the module docstring) ---------------------
 
-def verl_agent_loop() -> Any:
-    return pytest.importorskip("verl.experimental.agent_loop.agent_loop",
-                               reason="verl is not importable (it pins transformers<5.11; see the module "
-                                      "docstring)")
-
-
-def test_output_fields_match_verls_agent_loop_output() -> None:
-    module = verl_agent_loop()
-    assert set(module.AgentLoopOutput.model_fields) >= AGENT_LOOP_OUTPUT_FIELDS
-    assert {"response_mask", "response_ids", "prompt_ids"} <= {
-        name for name, f in module.AgentLoopOutput.model_fields.items() if f.is_required()}
+@pytest.fixture(scope="module")
+def verl_loop_report(mock_url: str, tiny_chat_tokenizer: Any) -> dict[str, Any]:
+    """verl 0.9.1's agent-loop classes and one episode of the registered loop, as the child reports them."""
+    pythonpath = verl_pythonpath("VERL_PYTHONPATH", "agentloop")
+    return run_verl_child(pythonpath, "agent-loop", mock_url, tiny_chat_tokenizer.name_or_path)
 
 
-def test_agent_loop_is_registered_and_returns_verls_output(mock_url: str, tiny_chat_tokenizer: Any,
-                                                           tmp_path: Path) -> None:
-    module = verl_agent_loop()
-    from omegaconf import OmegaConf
+def test_output_fields_match_verls_agent_loop_output(verl_loop_report: dict[str, Any]) -> None:
+    assert set(verl_loop_report["fields"]) >= AGENT_LOOP_OUTPUT_FIELDS
+    assert {"response_mask", "response_ids", "prompt_ids"} <= set(verl_loop_report["required"])
 
-    from agentworld.train.verl_loop import AgentWorldAgentLoop
 
-    assert module._agent_loop_registry["agentworld"] == {
-        "_target_": "agentworld.train.verl_loop.AgentWorldAgentLoop"}
-    generate, generated = scripted_policy(tiny_chat_tokenizer)
-
-    class Server:
-        async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any],
-                           **_: Any) -> Any:
-            from verl.workers.rollout.replica import TokenOutput
-
-            ids, logprobs = await generate(prompt_ids, sampling_params)
-            return TokenOutput(token_ids=ids, log_probs=logprobs)
-
-    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {"response_length": 4096}}, "data": {}})
-    loop = AgentWorldAgentLoop(trainer_config=module.DictConfigWrap(config), server_manager=Server(),
-                               tokenizer=tiny_chat_tokenizer, processor=None, dataset_cls=None,
-                               data_config=module.DictConfigWrap(config.data), model="mock",
-                               model_base_url=mock_url, max_turns=5)
-    row = {"raw_prompt": [{"role": "user", "content": "Find Sara."}],
-           "agentworld": json.dumps({"spec": airline_spec().model_dump(mode="json"), "seed": 1})}
-    output = asyncio.run(loop.run({"temperature": 1.0}, **row))
-    assert isinstance(output, module.AgentLoopOutput)
-    check_tokens(tiny_chat_tokenizer, output.prompt_ids, output.response_ids, output.response_mask, generated)
-    assert output.num_turns == 6
-    assert output.extra_fields["sources"] == ["world_model", "world_model"]
-    assert output.extra_fields["trajectory"]["task"] == "Find Sara."
-    tensors = output.as_dict()
-    assert tensors["response_mask"].shape == tensors["responses"].shape
+def test_agent_loop_is_registered_and_returns_verls_output(verl_loop_report: dict[str, Any],
+                                                           tiny_chat_tokenizer: Any) -> None:
+    report = verl_loop_report
+    assert report["registry"] == {"_target_": "agentworld.train.verl_loop.AgentWorldAgentLoop"}
+    assert report["output_class"] == "verl.experimental.agent_loop.agent_loop.AgentLoopOutput"
+    assert report["is_agent_loop_output"] is True
+    output = report["output"]
+    check_tokens(tiny_chat_tokenizer, output["prompt_ids"], output["response_ids"], output["response_mask"],
+                 report["generated"])
+    assert len(report["generated"]) == 3
+    assert [p for p, m in zip(output["response_logprobs"], output["response_mask"], strict=True) if m] == \
+        [-0.5] * sum(output["response_mask"])
+    assert output["num_turns"] == 6
+    assert output["reward_score"] == 0.0
+    assert output["extra_fields"]["sources"] == ["world_model", "world_model"]
+    assert output["extra_fields"]["trajectory"]["task"] == "Find Sara."
+    assert output["extra_fields"]["done"] is True
+    # verl's own tensors: one mask entry per response token
+    assert report["shapes"]["response_mask"] == report["shapes"]["responses"]
+    assert report["shapes"]["responses"][-1] == len(output["response_ids"])
 
 
 def test_world_dataset_row_runs_its_task_with_the_success_check(tmp_path: Path,

@@ -110,6 +110,13 @@ class AioTransport:
         except aiohttp.ClientError as exc:
             raise TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
 
+    def __del__(self) -> None:
+        # A backend dropped without ``aclose`` (or after its loop ended) must not make aiohttp print
+        # "Unclosed client session" at exit: httpx never did, and commands' stderr is for their users.
+        if self._session is not None:
+            _drop(self._session)
+            self._session = None
+
     async def aclose(self) -> None:
         """Close the session of the running loop (idempotent; one of a finished loop is dropped)."""
         session, self._session = self._session, None
