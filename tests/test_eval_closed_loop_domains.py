@@ -131,3 +131,31 @@ def test_the_retrieval_model_on_search_answers_from_search_rows_and_shows_the_me
     assert not any('"entities"' in text or "Commit history" in text for text in shown)
     assert bare["no-results"]["steps"][0]["simulated"].startswith("[1] https://docs.python.org/3/")
     assert bare["memory-wrong-key"]["first_divergence"] is None and not bare["memory-wrong-key"]["agree"]
+
+
+def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m agentworld.eval.closedloop_truth`` on the notes domain (``tests/example_domain``)."""
+    monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
+    from agentworld.eval.closedloop_truth import main
+
+    task = {"id": "fruit", "domain": "notes", "goal": "Show the fruit.", "setup": ["set fruit pear"],
+            "candidates": ["get fruits", "get fruit"], "errors": [r"^\(no such key"], "check": "list",
+            "expect": "fruit = pear"}
+    tasks, out = tmp_path / "notes.jsonl", tmp_path / "truth.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    assert main(["--tasks", str(tasks), "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # per arm: the two agent steps and the check (the setup's observation is given, never asked)
+    assert [r["response"][-1] for r in rows if r["id"].startswith("cl-fruit-bare-")] == [
+        "(no such key: fruits)", "fruit = pear", "fruit = pear"]
+    # the router arms run every notes step for real: the world model is never asked there
+    assert sorted(r["id"].split("-")[2] for r in rows) == ["bare"] * 3 + ["ledger"] * 3
+    assert capsys.readouterr().out.strip() == f"wrote {len(rows)} rows for 1 tasks to {out}"
+    before = out.read_text()
+    assert main(["--tasks", str(tasks), "--out", str(out)]) == 2
+    assert "exists: give a new file" in capsys.readouterr().err and out.read_text() == before
+    tasks.write_text(json.dumps({k: v for k, v in task.items() if k != "candidates"}) + "\n")
+    assert main(["--tasks", str(tasks), "--out", str(tmp_path / "new.jsonl")]) == 2
+    assert "task 'fruit' lists no candidates" in capsys.readouterr().err
+    assert not (tmp_path / "new.jsonl").exists()

@@ -8,7 +8,9 @@ observation, stripped, equals ``expect``; without ``check`` the episode's last o
 A line, not a substring: a terminal echoes the command, so ``echo ok`` would otherwise always "show"
 ``ok``. ``candidates`` are the actions the scripted agent (``--scripted-agent``) tries in order; an
 agent endpoint chooses its own actions towards ``goal``. Actions are in the domain's own format
-(terminal: a keystroke list), checked with the domain's parser before anything runs.
+(terminal: a keystroke list; MCP, search, SWE: a JSON tool call; web: a BrowserGym call), checked
+with the domain's parser before anything runs. ``examples/closed_loop/<domain>_tasks.jsonl`` has
+tasks for every domain with a real environment.
 
 Tasks file (JSONL, one object a line)::
 
