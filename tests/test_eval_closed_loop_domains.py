@@ -93,8 +93,15 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
     reals = record_real(tasks, candidate_agents)
     # for real, the first candidate fails (the agent retries) and the second meets the check
     assert [(len(reals[t.id].steps), reals[t.id].success) for t in tasks] == [(2, True)] * len(tasks)
+    rows = truth_rows(tasks, reals, candidate_agents, arms=ARMS)
+    # the simulator starts from the real first screen (SWE: the repository tree; MCP, search: none)
+    assert [bool(reals[t.id].initial) for t in tasks] == [domain == "swe"] * len(tasks)
+    for task in tasks:
+        shown = f"# Initial state\n{reals[task.id].initial}"
+        prompts = [r["system_str"] for r in rows if r["id"].startswith(f"cl-{task.id}-")]
+        assert prompts and all((shown in p) == (domain == "swe") for p in prompts), task.id
     data = tmp_path / "truth.jsonl"
-    atomic_write_jsonl(data, truth_rows(tasks, reals, candidate_agents, arms=ARMS))
+    atomic_write_jsonl(data, rows)
     with run_mock_server(MockConfig(data=[data])) as url:
         report = (run_cli(tasks_file, tmp_path / "run", url) if cli
                   else run(tasks_file, tmp_path / "run", model="mock", model_base_url=url))

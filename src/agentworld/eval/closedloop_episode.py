@@ -3,8 +3,8 @@
 Both start from the same state: the real environment runs the setup, and the simulator is given the
 real environment's first screen (as its world spec's initial state: the repository tree, the start
 page) and the setup's *real* observations (a router answers the setup steps with them), so both
-histories start identical and only what the agent then does and sees can differ. The simulator runs under an
-*arm*: with or without the state ledger, with or without the domain's sim-to-real router (then
+histories start identical and only what the agent then does and sees can differ. The simulator runs
+under an *arm*: with or without the state ledger, with or without the domain's sim-to-real router (then
 the steps its rules call safe run in a real environment of their own, set up the same way). After
 the episode the task's check runs on either side: for real on the final real state, imagined by the
 simulator on its own. Real environments block (a shell), so their calls run in worker threads.
