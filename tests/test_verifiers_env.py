@@ -194,8 +194,10 @@ def _world_model_policy(path: str, body: dict[str, Any], headers: Any) -> str:
     """Predicts the echoed token (the truth) for rollouts of t0-1, a wrong observation for t0-2."""
     action = body["messages"][-1]["content"]
     token = action.split("echo ")[1].split("\\n")[0]
-    shown = token if token.endswith("-0") else "wrong"
-    observation = f"**Environment Observation:**\n{shown}\nroot@box:/app#"
+    if token.endswith("-0"):
+        observation = f"**Environment Observation:**\n{token}\nroot@box:/app#"
+    else:  # nothing like the truth (the mock judge scores by similarity: a shared prompt line scores ~0.7)
+        observation = "**Environment Observation:**\nSegmentation fault (core dumped)"
     return f"<predicted_observation>{observation}</predicted_observation>"
 
 
