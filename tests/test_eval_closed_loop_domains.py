@@ -100,6 +100,8 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
         shown = f"# Initial state\n{reals[task.id].initial}"
         prompts = [r["system_str"] for r in rows if r["id"].startswith(f"cl-{task.id}-")]
         assert prompts and all((shown in p) == (domain == "swe") for p in prompts), task.id
+        tools = [tool["name"] for tool in task.spec.get("tools", [])]  # the task's spec reaches the prompt
+        assert bool(tools) == (domain == "mcp") and all(f'"name": "{n}"' in p for n in tools for p in prompts)
     data = tmp_path / "truth.jsonl"
     atomic_write_jsonl(data, rows)
     with run_mock_server(MockConfig(data=[data])) as url:
@@ -166,3 +168,17 @@ def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
     assert main(["--tasks", str(tasks), "--out", str(tmp_path / "new.jsonl")]) == 2
     assert "task 'fruit' lists no candidates" in capsys.readouterr().err
     assert not (tmp_path / "new.jsonl").exists()
+
+
+def test_a_bad_spec_is_one_error_naming_the_task_and_field(tmp_path: Path) -> None:
+    from agentworld.errors import DataError
+
+    line = json.loads((EXAMPLES / "mcp_tasks.jsonl").read_text().splitlines()[0])
+    tasks = tmp_path / "tasks.jsonl"
+    for spec, field, message in ((["x"], "spec", "spec must be an object"),
+                                 ({"domain": "web"}, "spec.domain", "takes name, tools, controls"),
+                                 ({"controls": {"facts": "x"}}, "spec.controls.facts", "valid list")):
+        tasks.write_text(json.dumps({**line, "spec": spec}) + "\n")
+        where = rf"tasks.jsonl:1, sample 'fs-wrong-case', field '{field}'"
+        with pytest.raises(DataError, match=rf"{where}.*{message}"):
+            load_tasks(tasks)

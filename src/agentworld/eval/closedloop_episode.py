@@ -181,7 +181,8 @@ async def run_sim(task: ClosedLoopTask, start: PolicyFactory, model: ChatBackend
         return result.observation, result.source
 
     try:
-        initial = await sim.areset(WorldSpec(domain=task.domain, initial_state=real.initial), seed=seed)
+        spec = WorldSpec(domain=task.domain, initial_state=real.initial, **task.spec)
+        initial = await sim.areset(spec, seed=seed)
         setup = [(text, (await step(raw, text))[0])
                  for raw, text in ((r, _render(task.domain, r)) for r in task.setup)]
         first = setup[-1][1] if setup else initial

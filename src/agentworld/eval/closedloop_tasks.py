@@ -22,6 +22,7 @@ Tasks file (JSONL, one object a line)::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,11 @@ from agentworld.errors import DataError
 from agentworld.eval.agentpred_tasks import MAX_STEPS_LIMIT, MAX_TASKS_FILE_BYTES
 
 DEFAULT_MAX_STEPS = 6
-KEYS = frozenset({"id", "domain", "goal", "setup", "candidates", "check", "expect", "errors", "max_steps"})
+KEYS = frozenset({"id", "domain", "goal", "setup", "candidates", "check", "expect", "errors", "max_steps",
+                  "spec"})
+SPEC_KEYS = ("name", "tools", "controls")
+"""What a task may set of the simulator's world spec (the domain and the first screen come from the task
+and the real environment)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,8 @@ class ClosedLoopTask:
     errors: tuple[str, ...] = ()
     """Regular expressions (``re.M``) that also mark an observation as an error for the scripted agent."""
     max_steps: int = DEFAULT_MAX_STEPS
+    spec: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """World-spec fields for the simulator (``SPEC_KEYS``: MCP tools, facts, faults), checked on load."""
 
 
 def succeeded(task: ClosedLoopTask, observation: str) -> bool:
@@ -112,7 +119,30 @@ def parse_task(item: Any, *, path: str, line: int | None) -> ClosedLoopTask:
             raise fail(f"not a regular expression ({exc})", f"errors[{index}]") from None
     return ClosedLoopTask(id=task_id, domain=domain, goal=item["goal"], expect=item["expect"],
                           setup=action_list("setup"), candidates=action_list("candidates"), check=check,
-                          errors=tuple(errors), max_steps=max_steps)
+                          errors=tuple(errors), max_steps=max_steps, spec=world_spec(item.get("spec"), fail))
+
+
+def world_spec(value: Any, fail: Any) -> dict[str, Any]:
+    """A task's ``spec``, checked as :class:`~agentworld.domains.spec.WorldSpec` fields (``fail(message,
+    field)`` makes the error)."""
+    from pydantic import ValidationError
+
+    from agentworld.domains.spec import WorldSpec
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail(f"spec must be an object with some of {', '.join(SPEC_KEYS)}", "spec")
+    unknown = sorted(set(value) - set(SPEC_KEYS))
+    if unknown:
+        raise fail(f"unknown key; a task's spec takes {', '.join(SPEC_KEYS)}", f"spec.{unknown[0]}")
+    try:
+        WorldSpec(**value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise fail(error["msg"], f"spec.{where}") from None
+    return dict(value)
 
 
 def load_tasks(path: Path) -> list[ClosedLoopTask]:
