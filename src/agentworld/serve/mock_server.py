@@ -550,9 +550,12 @@ def run_mock_server(config: MockConfig, *, startup_timeout_s: float = 30) -> Ite
 
 def serve_forever(config: MockConfig, announce: Any = print) -> None:
     """Run the server in this thread until interrupted (Ctrl-C); ``announce`` gets the base URL."""
+    from agentworld.serve.net import tune_gc
+
     server = _server(create_app(config))
     sock = _bind(config.host, config.port)
     announce(base_url(sock))
+    tune_gc()
     try:
         server.run(sockets=[sock])
     finally:
