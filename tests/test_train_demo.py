@@ -35,3 +35,8 @@ def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
     assert 0.0 <= result.closed_before <= 1.0 and 0.0 <= result.closed_after <= 1.0
     assert 0.0 <= result.frame_before <= 100.0 and 0.0 <= result.frame_after <= 100.0
     assert (tmp_path / "demo" / "model-init" / "config.json").exists()
+    # the predicted turns are saved as AgentWorldBench rows, for eval run --model transformers:DIR
+    heldout = [json.loads(line) for line in (tmp_path / "demo" / "heldout.jsonl").read_text().splitlines()]
+    assert [str(r["id"]) for r in heldout] == [p["id"] for p in predictions]
+    assert all(r["system_str"].startswith("You are a terminal world model") for r in heldout)
+    assert all(isinstance(p["truncated_after"], bool) for p in predictions)

@@ -33,7 +33,8 @@ class ModelEndpoint(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str = Field(description="World model: the served model name with --model-base-url; without it "
-                       "a backend name (retrieval: the offline baseline; scripted: tests).")
+                       "a backend name (retrieval: the offline baseline; transformers:PATH or vllm:PATH: a "
+                       "local model folder run in this process, no server; scripted: tests).")
     model_base_url: str | None = Field(
         None, description="OpenAI-compatible base URL of the world model (vLLM, SGLang, llama.cpp server, a "
         "hosted API). Several make a pool of endpoints serving the same model (least-loaded first, "
@@ -149,7 +150,9 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
                   corpus: list[Path] | None = None, domains: list[str] | None = None, **client: Any) -> Any:
     """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set (a
     :class:`~agentworld.models.pool.PoolBackend` when it lists several URLs, see :func:`base_urls`),
-    otherwise the registered backend called ``name`` (``retrieval`` built from ``corpus`` when given).
+    otherwise the registered backend called ``name`` (``retrieval`` built from ``corpus`` when given;
+    ``transformers:PATH`` and ``vllm:PATH`` run the model folder in this process, ``concurrency``
+    being their batch size).
 
     Args:
         domains: the domains it will be asked about; a backend that knows it cannot answer one (the
@@ -161,7 +164,7 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
         AgentWorldError: an unknown backend name, a corpus given to a backend that takes none, or a
             domain the backend cannot answer.
     """
-    from agentworld.models.base import backend_names, create_backend
+    from agentworld.models.base import PATH_BACKENDS, backend_names, create_backend, split_backend_name
 
     key = api_key.get_secret_value() if isinstance(api_key, SecretStr) else api_key
     if base_url:
@@ -182,7 +185,14 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
         return PoolBackend(members, name=f"openai:{name}", max_retries=client.get("max_retries", 5),
                            backoff_base_s=client.get("backoff_base_s", 0.5),
                            backoff_max_s=client.get("backoff_max_s", 30))
-    known = backend_names()
+    known = [f"{n}:PATH" if n in PATH_BACKENDS else n for n in backend_names()]
+    prefix, path = split_backend_name(name)
+    if path or prefix in PATH_BACKENDS:
+        if corpus:
+            raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
+        if not path:
+            raise AgentWorldError(f"backend {prefix!r} needs a local model folder: {prefix}:PATH")
+        return create_backend(name, **client)
     if name not in known or name == "openai":
         hint = "" if name == "openai" else f"unknown world-model backend {name!r}; "
         raise AgentWorldError(f"{hint}give --model-base-url for a served model, or --model with one of: "

@@ -30,7 +30,7 @@ from agentworld.eval.config import (
 from agentworld.eval.infer import make_backend, select_samples
 from agentworld.eval.judge import JudgeSettings, reference_predictions
 from agentworld.eval.runfolder import open_out_folder, write_stored
-from agentworld.models.base import ChatBackend, backend_names
+from agentworld.models.base import ChatBackend, is_backend_name
 from agentworld.redact import redact_url
 from agentworld.schema import BenchSample, discover_data
 
@@ -113,7 +113,7 @@ def _write_config(out: Path, sections: dict[str, Any], archive: bool) -> None:
 
 
 def _judge_backend(config: EvalConfig) -> ChatBackend:
-    named = config.judge_model in backend_names() and config.judge_model != "openai"
+    named = is_backend_name(config.judge_model) and config.judge_model != "openai"
     if not config.judge_base_url and not named:
         raise AgentWorldError(f"--judge-model {config.judge_model!r} is not a backend name; give "
                               "--judge-base-url for a served judge")

@@ -83,8 +83,27 @@ class ChatBackend(Protocol):
 
 _REGISTRY: dict[str, Callable[..., ChatBackend]] = {}
 _BUILTIN = {"openai": "agentworld.models.openai_compat", "retrieval": "agentworld.models.retrieval",
-            "scripted": "agentworld.models.scripted"}
+            "scripted": "agentworld.models.scripted",
+            "transformers": "agentworld.models.transformers_backend",
+            "vllm": "agentworld.models.vllm_backend"}
 """Built-in backends, imported only when asked for: the ``openai`` SDK alone takes over a second."""
+
+PATH_BACKENDS: tuple[str, ...] = ("transformers", "vllm")
+"""Backends named with a model folder, ``NAME:PATH`` (e.g. ``transformers:./my-model``)."""
+
+
+def split_backend_name(name: str) -> tuple[str, str | None]:
+    """``(backend, path)``: ``("transformers", "DIR")`` for ``transformers:DIR``, else ``(name, None)``."""
+    prefix, sep, path = name.partition(":")
+    return (prefix, path) if sep and prefix in PATH_BACKENDS else (name, None)
+
+
+def is_backend_name(name: str | None) -> bool:
+    """Whether ``name`` is a backend :func:`create_backend` accepts (a ``NAME:PATH`` form included)."""
+    if not name:
+        return False
+    prefix, path = split_backend_name(name)
+    return bool(path) if prefix in PATH_BACKENDS else name in backend_names()
 
 
 def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callable[..., ChatBackend]]:
@@ -98,7 +117,13 @@ def register_backend(name: str) -> Callable[[Callable[..., ChatBackend]], Callab
 
 
 def create_backend(name: str, **options: Any) -> ChatBackend:
-    """Build a registered backend by name, e.g. ``create_backend("openai", base_url=..., model=...)``."""
+    """Build a registered backend by name, e.g. ``create_backend("openai", base_url=..., model=...)``;
+    ``NAME:PATH`` (:data:`PATH_BACKENDS`) passes ``path=PATH`` to the backend called ``NAME``."""
+    name, path = split_backend_name(name)
+    if path is not None:
+        if not path:
+            raise ValueError(f"backend {name!r} needs a model folder: {name}:PATH")
+        options = {**options, "path": path}
     if name not in _REGISTRY and name in _BUILTIN:
         importlib.import_module(_BUILTIN[name])
     try:

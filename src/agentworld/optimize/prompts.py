@@ -25,7 +25,7 @@ from agentworld.eval.config import (
 from agentworld.eval.infer import make_backend, select_samples
 from agentworld.eval.runfolder import NotARunError
 from agentworld.io import atomic_write_text, dumps, loads
-from agentworld.models.base import ChatBackend, backend_names
+from agentworld.models.base import ChatBackend, is_backend_name
 from agentworld.models.cache import ResponseCache
 from agentworld.optimize.config import PromptOptConfig
 from agentworld.optimize.evaluate import Scorer
@@ -79,7 +79,7 @@ def _backends(config: PromptOptConfig, used: list[str]) -> Backends:
     if config.judge_base_url or config.judge_model:
         if not config.judge_model:
             raise AgentWorldError("--judge-base-url needs --judge-model (the judge's model name)")
-        if not config.judge_base_url and config.judge_model not in backend_names():
+        if not config.judge_base_url and not is_backend_name(config.judge_model):
             raise AgentWorldError(f"--judge-model {config.judge_model!r} is not a backend name; give "
                                   "--judge-base-url for a served judge")
         judge = make_backend(config.judge_model, config.judge_base_url, config.judge_api_key, config)
