@@ -16,13 +16,17 @@ event loop is busy, every session's step waits. This measures, per surface and s
   ``--serve``) that ticks a 50 ms timer on the server's loop and records how late each tick is;
 * errors: any non-200 answer, MCP error or transport error (there must be none).
 
+Also shown: each process's CPU time per step while stepping (server / mock / this driver), so the
+figures can be scaled to another machine.
+
 Setup: the mock model server in its own process (``--latency-ms``, default 500), the server in
 another, this process drives the sessions (one aiohttp pool: the agents' own client costs as little
 CPU as it can, as they would run elsewhere). Agents think between steps
-(``--think-s``, default: sessions / 100 s, so the whole run asks ~100 steps/s of the machine);
-sessions start spread over one think time so they do not tick in lockstep.
+(``--think-s``, default: sessions / ``--rate`` s, so the whole run asks ``--rate`` steps/s of the
+machine, 100 by default); sessions start spread over one think time and keep that spread after the
+all-open barrier, so they do not tick in lockstep.
 
-    python benchmarks/bench_scale.py [--sessions 1000 4000] [--surfaces http mcp] [--steps 3]
+    python benchmarks/bench_scale.py [--sessions 1000 4000] [--surfaces http mcp] [--steps 3] [--rate 100]
 """
 
 from __future__ import annotations
