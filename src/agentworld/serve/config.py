@@ -51,6 +51,9 @@ class ServerFields(BaseModel):
                                     "the model sees them.")
     concurrency: int = Field(64, ge=1, description="Most world-model requests in flight at once (one pool "
                              "shared by all sessions).")
+    max_tokens: int | None = Field(None, ge=1, description="max_tokens of world-model requests whose "
+                                   "session's spec sets none (a thinking world model needs 16384 or more; "
+                                   "default: the server's own).")
 
 
 class HttpServeConfig(ServerFields, ModelEndpoint):
