@@ -30,15 +30,20 @@ def call(url: str, method: str, path: str, body: dict[str, Any] | None = None,
     return asyncio.run(go())
 
 
+def ask(max_tokens: int, model: str = "mock") -> dict[str, Any]:
+    return {"model": model, "messages": PING, "max_tokens": max_tokens}
+
+
 @pytest.mark.parametrize(("flavour", "field"), [("vllm", "reasoning"), ("sglang", "reasoning_content")])
 def test_a_cut_in_the_answer_leaves_the_tag_open_and_usage_honest(flavour: str, field: str) -> None:
     with run_mock_server(MockConfig(flavour=flavour, think_tokens=100, enforce_max_tokens=True)) as url:
-        _, full = call(url, "POST", "chat/completions", {"model": "mock", "messages": PING, "max_tokens": 500})
-        _, cut = call(url, "POST", "chat/completions", {"model": "mock", "messages": PING, "max_tokens": 110})
-        _, thinking = call(url, "POST", "chat/completions", {"model": "mock", "messages": PING, "max_tokens": 50})
+        _, full = call(url, "POST", "chat/completions", ask(500))
+        _, cut = call(url, "POST", "chat/completions", ask(110))
+        _, thinking = call(url, "POST", "chat/completions", ask(50))
         _, models = call(url, "GET", "models")
     whole = full["choices"][0]
-    assert whole["finish_reason"] == "stop" and whole["message"]["content"].endswith("</predicted_observation>")
+    assert whole["finish_reason"] == "stop"
+    assert whole["message"]["content"].endswith("</predicted_observation>")
     assert len(whole["message"][field]) >= 400
     needed = full["usage"]["completion_tokens"]
     assert 110 < needed < 500
@@ -58,7 +63,8 @@ def test_llamacpp_thinks_inline_and_reports_n_ctx_in_props() -> None:
         status, answer = call(url, "POST", "chat/completions", {"model": "anything", "messages": PING})
         _, props = call(url.removesuffix("/v1"), "GET", "props")
     content = answer["choices"][0]["message"]["content"]
-    assert status == 200 and content.startswith("<think>\n") and "</think>\n\n<predicted_observation>" in content
+    assert status == 200 and content.startswith("<think>\n")
+    assert "</think>\n\n<predicted_observation>" in content
     assert props["default_generation_settings"]["n_ctx"] == 8192
 
 
@@ -78,7 +84,7 @@ def test_key_and_model_name_are_checked_like_real_servers() -> None:
 def test_defaults_are_unchanged() -> None:
     with run_mock_server(MockConfig()) as url:
         _, models = call(url, "GET", "models")
-        status, answer = call(url, "POST", "chat/completions", {"model": "x", "messages": PING, "max_tokens": 1})
+        status, answer = call(url, "POST", "chat/completions", ask(1, model="x"))
     assert models["data"] == [{"id": "mock", "object": "model", "created": 0, "owned_by": "agentworld-mock"}]
     assert status == 200 and answer["choices"][0]["finish_reason"] == "stop"
     assert answer["choices"][0]["message"] == {
