@@ -135,6 +135,14 @@ def test_dead_port_is_one_line() -> None:
     assert f"http://127.0.0.1:{port}/v1: cannot connect" in line and "is the server running" in line
 
 
+def test_a_slow_server_is_one_line_naming_the_timeout() -> None:
+    with mock(latency_ms=2500) as url:
+        result = doctor(url, "--domains", "terminal", "--timeout-s", "1")
+    line = one_error_line(result)
+    assert line == f"error: {url}: POST /chat/completions timed out after 1.0s; a slow server needs a " \
+                   "larger --timeout-s"
+
+
 def test_each_endpoint_of_a_pool_is_checked() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

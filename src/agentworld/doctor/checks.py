@@ -56,8 +56,10 @@ def http_failure(report: EndpointReport, probe: Probe, check: str, answer: Answe
     """Record a failed request as the one-line reason a user can act on."""
     said = probe.scrub(answer.message)
     where = report.url
-    if answer.status == 0:
-        report.fail("reachable" if check == "reachable" else check, f"no answer: {said}",
+    if answer.status == 0 and said.startswith("timed out"):
+        report.fail(check, said, f"{where}: {what} {said}; a slow server needs a larger --timeout-s")
+    elif answer.status == 0:
+        report.fail(check, f"no answer: {said}",
                     f"{where}: cannot connect ({said}); is the server running on that host and port?")
     elif answer.status in (401, 403):
         report.fail("auth", f"HTTP {answer.status}: {said}",

@@ -28,7 +28,7 @@ def _doctor(config: DoctorConfig) -> None:
         raise AgentWorldError(failed)
 
 
-config_command(app, DoctorConfig, _doctor, name=None, exclude=("model_corpus",),
+config_command(app, DoctorConfig, _doctor, name="doctor", exclude=("model_corpus",),
                help="Check each --model-base-url (and --judge-base-url) in order: reachable and key "
                "accepted; model listed; a chat completion; where the reasoning comes back; the context "
                "length; a prediction on one shipped sample per domain (latency, tokens/s, thinking tokens, "

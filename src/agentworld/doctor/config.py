@@ -7,7 +7,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
 
 
-class DoctorConfig(ModelEndpoint, JudgeEndpoint):
+class DoctorConfig(JudgeEndpoint, ModelEndpoint):
     """``agentworld doctor``: check a world-model endpoint (and a judge) before a run."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

@@ -70,6 +70,7 @@ def print_reports(reports: list[EndpointReport], as_json: bool, out: TextIO | No
 
 def _rich_table(title: str, rows: list[tuple[str, str, str]], out: TextIO) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_header=True)
@@ -77,5 +78,5 @@ def _rich_table(title: str, rows: list[tuple[str, str, str]], out: TextIO) -> No
         table.add_column(name)
     styles = {"ok": "green", "WARN": "yellow", "FAIL": "bold red", "-": "dim"}
     for check, mark, detail in rows:
-        table.add_row(check, f"[{styles[mark]}]{mark}[/]", detail)
+        table.add_row(escape(check), f"[{styles[mark]}]{mark}[/]", escape(detail))
     Console(file=out).print(table)
