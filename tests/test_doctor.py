@@ -135,6 +135,19 @@ def test_dead_port_is_one_line() -> None:
     assert f"http://127.0.0.1:{port}/v1: cannot connect" in line and "is the server running" in line
 
 
+def test_max_tokens_beyond_the_context_is_one_line() -> None:
+    with mock(flavour="vllm", context_tokens=16384) as url:
+        result = doctor(url, "--domains", "terminal")
+    line = one_error_line(result)
+    assert "the terminal prediction was refused (HTTP 400: This model's maximum context length is 16384 " \
+           "tokens." in line
+    assert line.endswith("the prompt and --max-tokens 32768 must fit the context of 16384: lower "
+                         "--max-tokens or raise the server's context length")
+    warned = "--max-tokens 32,768 is not below the context length 16,384"
+    rows = result.stdout.splitlines()
+    assert any(row.split()[:3] == ["WARN", "max", "tokens"] and warned in row for row in rows)
+
+
 def test_a_slow_server_is_one_line_naming_the_timeout() -> None:
     with mock(latency_ms=2500) as url:
         result = doctor(url, "--domains", "terminal", "--timeout-s", "1")

@@ -73,6 +73,13 @@ async def predict(report: EndpointReport, probe: Probe, sample: BenchSample, con
     answer = await probe.post("chat/completions", _request(report, messages, config.max_tokens,
                                                            config.temperature))
     parsed = first_choice(answer) if answer.status == 200 else None
+    if answer.status == 400 and report.context_tokens and config.max_tokens >= report.context_tokens // 2:
+        said = probe.scrub(answer.message)
+        report.fail(check, f"HTTP 400: {said}", f"{report.url}: the {sample.domain} prediction was refused "
+                    f"(HTTP 400: {said}); the prompt and --max-tokens {config.max_tokens} must fit the "
+                    f"context of {report.context_tokens}: lower --max-tokens or raise the server's context "
+                    "length")
+        return
     if parsed is None:
         http_failure(report, probe, check, answer, f"the {sample.domain} prediction", key_env, [])
         return

@@ -147,7 +147,8 @@ class MockConfig(BaseModel):
     enforce_max_tokens: bool = Field(False, description="Stop at the request's max_tokens as a real server "
                                      "does: finish_reason=length, usage honest, the answer cut before its "
                                      "closing tag.")
-    context_tokens: int = Field(40960, ge=1, description="Context length the --flavour reports.")
+    context_tokens: int = Field(40960, ge=1, description="Context length the --flavour reports; vllm and "
+                                "sglang answer 400 when a request's prompt plus max_tokens exceed it.")
     reject_other_models: bool = Field(False, description="Answer 404 model not found to a request naming "
                                       "another model than --model-name (always on with --flavour vllm).")
     token: SecretStr | None = Field(None, description="API key clients must send (Authorization: Bearer "

@@ -5,8 +5,9 @@ Real endpoints differ in exactly the places a user trips over when pointing agen
 ``message.reasoning``; SGLang: ``message.reasoning_content``; llama.cpp: inline ``<think>`` in the
 content), what they say about the context length (vLLM and SGLang: ``max_model_len`` on each
 ``/v1/models`` entry; llama.cpp: ``n_ctx`` in ``GET /props``), whether a request naming another
-model is refused (vLLM answers 404; SGLang and llama.cpp serve whatever is loaded), and that a
-long thought stops at the request's ``max_tokens`` with ``finish_reason: length``.
+model is refused (vLLM answers 404; SGLang and llama.cpp serve whatever is loaded), that a prompt
+plus ``max_tokens`` beyond the context is refused (vLLM and SGLang: 400), and that a long thought
+stops at the request's ``max_tokens`` with ``finish_reason: length``.
 
 Tokens here are 4 characters (the mock has no tokenizer), so a budget of ``max_tokens`` is
 ``4 * max_tokens`` characters of reasoning and answer together, and ``usage.completion_tokens`` is
@@ -78,6 +79,22 @@ def shaped_message(config: MockConfig, answer: str, reasoning: str, max_tokens: 
         return {"role": "assistant", "content": stream}, finish, used
     content = stream[len(thought):]
     return {"role": "assistant", "content": content or None, where: stream[: len(thought)]}, finish, used
+
+
+def context_error(config: MockConfig, prompt_tokens: int, max_tokens: Any) -> dict[str, Any] | None:
+    """vLLM's and SGLang's 400 when the prompt plus ``max_tokens`` exceed the context, else None.
+
+    A real pitfall: ``eval run``'s default ``--max-tokens 32768`` on a server started with
+    ``--max-model-len 32768`` has every request refused.
+    """
+    if config.flavour not in ("vllm", "sglang") or not isinstance(max_tokens, int):
+        return None
+    if prompt_tokens + max_tokens <= config.context_tokens:
+        return None
+    return {"error": {"message": f"This model's maximum context length is {config.context_tokens} tokens. "
+                      f"However, you requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
+                      f"messages, {max_tokens} in the completion). Please reduce the length of the messages "
+                      "or completion.", "type": "BadRequestError", "param": None, "code": 400}}
 
 
 def model_card(config: MockConfig) -> dict[str, Any]:

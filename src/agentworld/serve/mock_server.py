@@ -487,6 +487,12 @@ def create_app(config: MockConfig) -> FastAPI:
         named = body.get("model") if isinstance(body, dict) else None
         if flavours.rejects_other_models(config) and named != config.model_name:
             return _json(404, flavours.model_error(str(named)))
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            chars = sum(len(_text(m.get("content"))) for m in body["messages"] if isinstance(m, dict))
+            prompt = chars // 4 + 1
+            too_long = flavours.context_error(config, prompt, body.get("max_tokens"))
+            if too_long is not None:
+                return _json(400, too_long)
         with state.answering():
             plan, _ = state.plan(body)
             if delay:
