@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,6 +77,7 @@ def test_each_flavour_names_its_reasoning_field_and_context(flavour: str | None,
     words = {"reasoning": "message.reasoning (", "reasoning_content": "message.reasoning_content",
              "inline": "inline <think>", "none": "none ("}
     assert words[field] in plain.stdout
+    assert any(row.split() == ["ok", "auth", "no", "key", "needed"] for row in plain.stdout.splitlines())
     assert plain.stdout.splitlines()[-1] == f"flags: --model-base-url {url} --model mock --max-tokens 32768"
 
 
@@ -115,6 +119,7 @@ def test_wrong_key_is_one_line_without_the_key() -> None:
         assert "AGENTWORLD_MODEL_API_KEY" in line
     assert "wrong-key-987654" not in wrong.output and "right-key" not in right.output
     assert right.exit_code == 0, right.output
+    assert any(row.split() == ["ok", "auth", "key", "accepted"] for row in right.stdout.splitlines())
 
 
 def test_wrong_model_name_is_one_line_naming_the_served_one() -> None:
@@ -154,6 +159,18 @@ def test_a_slow_server_is_one_line_naming_the_timeout() -> None:
     line = one_error_line(result)
     assert line == f"error: {url}: POST /chat/completions timed out after 1.0s; a slow server needs a " \
                    "larger --timeout-s"
+
+
+def test_the_installed_command_reports_a_dead_port(tmp_path: Path) -> None:
+    """Through ``python -m agentworld`` (the lazy root registry), not only the in-process app."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    command = [sys.executable, "-m", "agentworld", "doctor", "--model-base-url", url, "--model", "m",
+               "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {url}: cannot connect"), done.stderr
+    assert json.loads(done.stdout)["endpoints"][0]["checks"][0]["status"] == "fail"
 
 
 def test_each_endpoint_of_a_pool_is_checked() -> None:

@@ -96,7 +96,7 @@ async def connect(report: EndpointReport, probe: Probe, key_env: str) -> list[di
         report.add("model listed", "warn", f"GET /models answered HTTP {answer.status}: does the base URL "
                    "need /v1?")
         return []
-    report.add("auth", "ok", "key accepted")
+    report.add("auth", "ok", "key accepted" if probe.has_key else "no key needed")
     data = answer.body.get("data") if isinstance(answer.body, dict) else None
     cards = [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)] if isinstance(
         data, list) else []

@@ -51,6 +51,7 @@ class Probe:
         clean, query, auth = split_credentials(base_url)
         self.url = redact_url(base_url)
         key = api_key or "EMPTY"
+        self.has_key = bool(api_key)
         self._secrets = [key, auth[1] if auth else None,
                          *(v for k, v in query.items() if is_secret_param(k))]
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
