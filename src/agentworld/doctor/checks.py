@@ -22,7 +22,8 @@ CONTEXT_FIELDS = ("max_model_len", "context_length", "context_window", "max_cont
 """Where servers put the context length on a /v1/models entry (vLLM and SGLang: max_model_len)."""
 
 PLACES = {"reasoning": "message.reasoning (vLLM's reasoning parser)",
-          "reasoning_content": "message.reasoning_content (SGLang; vLLM before 0.10)",
+          "reasoning_content": "message.reasoning_content (SGLang; also older vLLM, llama.cpp with a "
+                               "reasoning format)",
           "inline": "inline <think>...</think> in the content (no reasoning parser; agentworld strips it)",
           "none": "none (not a thinking model, or thinking is off)"}
 
