@@ -16,19 +16,25 @@ event loop is busy, every session's step waits. This measures, per surface and s
   ``--serve``) that ticks a 50 ms timer on the server's loop and records how late each tick is;
 * errors: any non-200 answer, MCP error or transport error (there must be none).
 
+Also shown: each process's CPU time per step while stepping (server / mock / this driver), so the
+figures can be scaled to another machine.
+
 Setup: the mock model server in its own process (``--latency-ms``, default 500), the server in
 another, this process drives the sessions (one aiohttp pool: the agents' own client costs as little
 CPU as it can, as they would run elsewhere). Agents think between steps
-(``--think-s``, default: sessions / 100 s, so the whole run asks ~100 steps/s of the machine);
-sessions start spread over one think time so they do not tick in lockstep.
+(``--think-s``, default: sessions / ``--rate`` s, so the whole run asks ``--rate`` steps/s of the
+machine, 100 by default); sessions start spread over one think time and keep that spread after the
+all-open barrier, so they do not tick in lockstep.
 
-    python benchmarks/bench_scale.py [--sessions 1000 4000] [--surfaces http mcp] [--steps 3]
+    python benchmarks/bench_scale.py [--sessions 1000 4000] [--surfaces http mcp mcp-modern] [--steps 3]
+        [--rate 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -49,6 +55,14 @@ TOOLS = [{"name": "get_user_details", "description": "Get the details of a user.
                           "required": ["user_id"]}}]
 TICK_S = 0.05
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+MODERN = "2026-07-28"
+"""The stateless MCP revision: one self-contained POST per request (no initialize, no MCP session)."""
+MODERN_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
+                  "Mcp-Method": "tools/call", "Mcp-Name": "get_user_details"}
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientCapabilities": {}}
+SERVE_COMMAND = {"http": "http", "mcp": "mcp", "mcp-modern": "mcp"}
+"""The ``serve`` sub-command behind each surface (mcp-modern: the same server, stateless clients)."""
 
 
 # -- the server wrapper: the real CLI, plus a loop-lag monitor and RSS at /_bench ------------------
@@ -141,8 +155,8 @@ def start_server(surface: str, mock_url: str, sessions: int,
                  tools: Path) -> tuple[subprocess.Popen[str], str]:
     common = ["--model-base-url", mock_url, "--model", "mock", "--port", "0", "--max-sessions",
               str(sessions + 16), "--concurrency", str(sessions + 16)]
-    extra = ["--transport", "http", "--tools", str(tools)] if surface == "mcp" else []
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", surface, *common, *extra],
+    extra = ["--transport", "http", "--tools", str(tools)] if SERVE_COMMAND[surface] == "mcp" else []
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", SERVE_COMMAND[surface], *common, *extra],
                             stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     line = proc.stderr.readline()
@@ -239,14 +253,29 @@ async def _rpc(client: Client, url: str, body: dict[str, Any], headers: dict[str
 
 
 async def mcp_episode(client: Client, i: int, steps: int, think_s: float, delay_s: float,
-                      run: Run, opened: asyncio.Event) -> None:
-    """An MCP client over raw JSON-RPC (initialize, initialized, tools/call) on its episode's address."""
+                      run: Run, opened: asyncio.Event, modern: bool = False) -> None:
+    """An MCP client over raw JSON-RPC on its episode's address: the handshake era (initialize,
+    initialized, then tools/call in an MCP session), or with ``modern`` the stateless revision (each
+    tools/call one self-contained POST)."""
     await asyncio.sleep(delay_s)
     created = await client.post("/v1/episodes", json={"seed": i})
     if created.status_code != 200:
         run.errors.append(f"create {i}: {created.status_code} {created.text[:200]}")
         return
     url = "/mcp/" + created.json()["episode_id"]
+    if modern:
+        await opened.wait()
+        await asyncio.sleep(delay_s)
+        for k in range(steps):
+            await asyncio.sleep(think_s)
+            r = await client.post(url, headers=MODERN_HEADERS, json={
+                "jsonrpc": "2.0", "id": k + 1, "method": "tools/call", "params": {
+                    "name": "get_user_details", "arguments": {"user_id": f"u{i}x{k}"}, "_meta": MODERN_META}})
+            if r.status_code != 200 or "error" in r.json():
+                run.errors.append(f"step {i}/{k}: {r.status_code} {r.text[:200]}")
+                continue
+            run.server_s[f"u{i}x{k}"] = _server_s(r)
+        return
     init = await _rpc(client, url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "bench", "version": "1"}}}, {})
@@ -272,7 +301,8 @@ async def drive(surface: str, url: str, sessions: int, steps: int, think_s: floa
     """Drive every session through one aiohttp pool."""
     run = Run()
     opened = asyncio.Event()
-    episode = http_episode if surface == "http" else mcp_episode
+    episode: Any = http_episode if surface == "http" else functools.partial(mcp_episode,
+                                                                             modern=surface == "mcp-modern")
     client = Client(url, sessions + 8)
     try:
         before = (await client.get("/_bench?reset=1")).json()
@@ -335,12 +365,12 @@ def measure(surface: str, sessions: int, args: argparse.Namespace, mock: Any, mo
 
 
 def show(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'surface':>7} {'sessions':>8} {'steps':>6} {'steps/s':>7} {'overhead p50':>12} "
+    head = (f"{'surface':>10} {'sessions':>8} {'steps':>6} {'steps/s':>7} {'overhead p50':>12} "
             f"{'p99':>8} {'srv-mock p50':>12} {'p99':>8} {'KiB/session':>11} {'RSS MiB':>8} "
             f"{'lag p50':>8} {'p99':>7} {'max':>7} {'errors':>6}  CPU ms/step server/mock/driver")
     print(head)
     for r in rows:
-        print(f"{r['surface']:>7} {r['sessions']:>8} {r['steps']:>6} {r['steps_per_s']:>7.1f} "
+        print(f"{r['surface']:>10} {r['sessions']:>8} {r['steps']:>6} {r['steps_per_s']:>7.1f} "
               f"{r['exact_p50']:>9.2f} ms {r['exact_p99']:>5.2f} ms {r['upper_p50']:>9.2f} ms "
               f"{r['upper_p99']:>5.2f} ms {r['mem_kib']:>11.1f} {r['rss_mib']:>8.0f} {r['lag_p50']:>5.1f} ms "
               f"{r['lag_p99']:>4.1f} ms {r['lag_max']:>4.0f} ms {len(r['errors']):>6}  "
@@ -359,7 +389,8 @@ def main() -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[1000, 4000])
-    parser.add_argument("--surfaces", nargs="+", choices=["http", "mcp"], default=["http", "mcp"])
+    parser.add_argument("--surfaces", nargs="+", choices=list(SERVE_COMMAND), default=list(SERVE_COMMAND),
+                        help="mcp: handshake-era MCP sessions; mcp-modern: stateless MCP (2026-07-28).")
     parser.add_argument("--steps", type=int, default=3, help="Steps per session.")
     parser.add_argument("--latency-ms", type=float, default=500.0, help="The mock model's latency.")
     parser.add_argument("--think-s", type=float, default=0.0,

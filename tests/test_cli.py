@@ -26,7 +26,7 @@ def test_help_lists_every_command() -> None:
     commands = result.output.split("Commands:")[1].splitlines()
     listed = [line.split()[0] for line in commands if line.startswith("  ") and line[2] != " "]
     assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "plan",
-                      "optimize"]
+                      "optimize", "doctor"]
     assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
     groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare"],
               "record": ["terminal", "mcp", "search"],

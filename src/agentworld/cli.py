@@ -62,6 +62,8 @@ COMMANDS: dict[str, LazyCommand] = {
                                hidden=True),
     "rollout": LazyCommand("agentworld.train.cli:app", "Old name of 'train rollout'.", sub="rollout",
                            hidden=True),
+    "doctor": LazyCommand("agentworld.doctor.cli:app", "Check a world-model endpoint (and a judge) before a "
+                          "run: reasoning field, context length, a prediction per domain, the flags to use."),
 }
 """Every sub-command of ``agentworld``; hidden ones are old names kept working."""
 

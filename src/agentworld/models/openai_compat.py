@@ -70,11 +70,14 @@ class OpenAIBackend:
         backoff_base_s: first backoff delay; doubled per retry, with jitter.
         backoff_max_s: cap on one delay (also on a server's ``Retry-After``).
         extra_body: extra JSON fields for every request (e.g. ``chat_template_kwargs``).
+        max_tokens: ``max_tokens`` of a request that sets none (a server's own default may be small:
+            a thinking model needs 16,384 or more).
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
                  max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
-                 backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None) -> None:
+                 backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
+                 max_tokens: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
@@ -89,6 +92,7 @@ class OpenAIBackend:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.extra_body = dict(extra_body or {})
+        self.max_tokens = max_tokens
         self._api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self._secrets = [self._api_key, auth[1] if auth else None,
                          *(value for name, value in query.items() if is_secret_param(name))]
@@ -172,6 +176,8 @@ class OpenAIBackend:
             value = getattr(request, key)
             if value is not None:
                 body[key] = value
+        if request.max_tokens is None and self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
         body.update(self.extra_body)
         body.update(request.extra)
         return body
@@ -322,7 +328,8 @@ def _short(text: str, limit: int = 300) -> str:
 @register_backend("openai")
 def _openai(base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
             max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
-            backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None) -> OpenAIBackend:
+            backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
+            max_tokens: int | None = None) -> OpenAIBackend:
     return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency, max_retries=max_retries,
                          timeout_s=timeout_s, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
-                         extra_body=extra_body)
+                         extra_body=extra_body, max_tokens=max_tokens)

@@ -51,6 +51,9 @@ class ServerFields(BaseModel):
                                     "the model sees them.")
     concurrency: int = Field(64, ge=1, description="Most world-model requests in flight at once (one pool "
                              "shared by all sessions).")
+    max_tokens: int | None = Field(None, ge=1, description="max_tokens of world-model requests whose "
+                                   "session's spec sets none (a thinking world model needs 16384 or more; "
+                                   "default: the server's own).")
 
 
 class HttpServeConfig(ServerFields, ModelEndpoint):
@@ -134,3 +137,26 @@ class MockConfig(BaseModel):
     model_name: str = Field("mock", description="Model id listed by /v1/models (requests may name any).")
     synth: bool = Field(False, description="Act as a synth envs generator: answer stage prompts (Stage: NAME "
                         "... <inputs>) with the offline synth-template's JSON, small and deterministic.")
+    flavour: Literal["vllm", "sglang", "llamacpp"] | None = Field(
+        None, description="Behave like this serving stack: reasoning in message.reasoning (vllm), "
+        "message.reasoning_content (sglang) or inline <think> in the content (llamacpp); the context length "
+        "in /v1/models max_model_len (vllm, sglang) or GET /props n_ctx (llamacpp); vllm also answers 404 to "
+        "another model name.")
+    think_tokens: int = Field(0, ge=0, le=1_000_000, description="Think this many tokens (4 characters each) "
+                              "before answering, with --flavour, --thinking or --reasoning-field.")
+    enforce_max_tokens: bool = Field(False, description="Stop at the request's max_tokens as a real server "
+                                     "does: finish_reason=length, usage honest, the answer cut before its "
+                                     "closing tag.")
+    context_tokens: int = Field(40960, ge=1, description="Context length the --flavour reports; vllm and "
+                                "sglang answer 400 when a request's prompt plus max_tokens exceed it.")
+    reject_other_models: bool = Field(False, description="Answer 404 model not found to a request naming "
+                                      "another model than --model-name (always on with --flavour vllm).")
+    token: SecretStr | None = Field(None, description="API key clients must send (Authorization: Bearer "
+                                    "KEY); other /v1 requests get 401 with an OpenAI-style error.",
+                                    json_schema_extra={"envvar": "AGENTWORLD_MOCK_TOKEN"})
+
+    @model_validator(mode="after")
+    def _one_placement(self) -> MockConfig:
+        if self.flavour and (self.thinking or self.reasoning_field):
+            raise ValueError("--flavour decides where the reasoning goes: drop --thinking/--reasoning-field")
+        return self

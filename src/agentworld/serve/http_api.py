@@ -97,7 +97,8 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
     if factory is None:
         if backend is None:
             backend = owned = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                            corpus=config.model_corpus, concurrency=config.concurrency)
+                                            corpus=config.model_corpus, concurrency=config.concurrency,
+                                            max_tokens=config.max_tokens)
         factory = simulator_factory(backend)
     sessions = SessionManager(factory, idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions)
 

@@ -42,6 +42,7 @@ from fastapi.responses import Response
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
+from agentworld.serve import mock_flavours as flavours
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
 from agentworld.serve.net import bind_tcp, uvicorn_config
@@ -333,6 +334,11 @@ class MockState:
             self.stats["truncated"] += 1
             finish, answer = "length", ""
             reasoning = reasoning[: len(reasoning) // 2]
+        if finish == "stop" and (cfg.flavour or cfg.think_tokens or cfg.enforce_max_tokens):
+            message, finish, used = flavours.shaped_message(cfg, answer, reasoning, body.get("max_tokens"))
+            self.stats["truncated"] += finish == "length"
+            entry["finish_reason"] = finish
+            return Plan(200, self._response(body, messages, message, finish, used))
         entry["finish_reason"] = finish
         return Plan(200, self._completion(body, messages, answer, reasoning, finish))
 
@@ -404,9 +410,13 @@ class MockState:
         elif cfg.thinking:
             message["content"] = f"<think>\n{reasoning}"
         with_reasoning = cfg.thinking or cfg.reasoning_field
-        prompt_chars = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict))
         completion_chars = len(answer) + (len(reasoning) if with_reasoning else 0)
-        prompt_tokens, completion_tokens = prompt_chars // 4 + 1, completion_chars // 4 + 1
+        return self._response(body, messages, message, finish, completion_chars // 4 + 1)
+
+    def _response(self, body: dict[str, Any], messages: list[Any], message: dict[str, Any], finish: str,
+                  completion_tokens: int) -> dict[str, Any]:
+        cfg = self.config
+        prompt_tokens = sum(len(_text(m.get("content"))) for m in messages if isinstance(m, dict)) // 4 + 1
         return {
             "id": f"chatcmpl-mock-{len(self.log) + 1}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model") or cfg.model_name,
@@ -459,13 +469,30 @@ def create_app(config: MockConfig) -> FastAPI:
     app = FastAPI(title="agentworld mock server", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.mock = state
     delay = config.latency_ms / 1000
+    expected_auth = f"Bearer {config.token.get_secret_value()}" if config.token is not None else None
+
+    def refused(request: Request) -> Response | None:
+        if expected_auth is not None and request.headers.get("authorization") != expected_auth:
+            return _json(401, flavours.auth_error())
+        return None
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
         try:
             body = orjson.loads(await request.body())
         except orjson.JSONDecodeError:
             body = None
+        named = body.get("model") if isinstance(body, dict) else None
+        if flavours.rejects_other_models(config) and named != config.model_name:
+            return _json(404, flavours.model_error(str(named)))
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            chars = sum(len(_text(m.get("content"))) for m in body["messages"] if isinstance(m, dict))
+            prompt = chars // 4 + 1
+            too_long = flavours.context_error(config, prompt, body.get("max_tokens"))
+            if too_long is not None:
+                return _json(400, too_long)
         with state.answering():
             plan, _ = state.plan(body)
             if delay:
@@ -473,9 +500,15 @@ def create_app(config: MockConfig) -> FastAPI:
         return _json(plan.status, plan.body, plan.headers)
 
     @app.get("/v1/models")
-    async def models() -> Response:
-        return _json(200, {"object": "list", "data": [
-            {"id": config.model_name, "object": "model", "created": 0, "owned_by": "agentworld-mock"}]})
+    async def models(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
+        return _json(200, {"object": "list", "data": [flavours.model_card(config)]})
+
+    if config.flavour == "llamacpp":
+        @app.get("/props")
+        async def props(request: Request) -> Response:
+            return refused(request) or _json(200, flavours.props(config))
 
     @app.get("/_mock/requests")
     async def requests(full: int = 0) -> Response:

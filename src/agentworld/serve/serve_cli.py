@@ -47,7 +47,7 @@ def _mcp(config: McpServeConfig) -> None:
         check_exposure(config.host, config.token is not None, config.allow_no_token)
     backend = build_backend(config.model, config.model_base_url, config.model_api_key,
                             corpus=config.model_corpus, domains=[TOOLS_DOMAIN],
-                            concurrency=config.concurrency)
+                            concurrency=config.concurrency, max_tokens=config.max_tokens)
     tool_server = SimulatedToolServer(tools, simulator_factory(backend), controls=controls,
                                       initial_state=initial_state, seed=config.seed, name=name,
                                       idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions,

@@ -31,6 +31,8 @@ class ShellConfig(ModelEndpoint):
                               "state).")
     show_reasoning: bool = Field(False, description="Show the model's reasoning.")
     seed: int = Field(0, description="Episode seed (sandbox hostname, fault draws).")
+    max_tokens: int | None = Field(None, ge=1, description="max_tokens of world-model requests when --spec "
+                                   "sets none (a thinking world model needs 16384 or more).")
 
 
 def run_shell_command(config: ShellConfig) -> None:
@@ -52,7 +54,8 @@ def run_shell_command(config: ShellConfig) -> None:
     backend = None
     if config.model != "none" or config.model_base_url:
         backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                corpus=config.model_corpus, domains=[world.domain])
+                                corpus=config.model_corpus, domains=[world.domain],
+                                max_tokens=config.max_tokens)
     router = None if config.route == "model" else Router("rules" if config.route == "auto" else "real",
                                                          seed=config.seed, domain=world.domain)
     simulator = Simulator(backend, router=router)
