@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         Transition,
     )
     from agentworld.models.scripted import ScriptedBackend
+    from agentworld.models.transformers_backend import TransformersBackend
+    from agentworld.models.vllm_backend import VLLMBackend
 
 _LAZY = {
     "ResponseCache": "agentworld.models.cache",
@@ -41,6 +43,8 @@ _LAZY = {
     "RetrievalBackend": "agentworld.models.retrieval",
     "RetrievalIndex": "agentworld.models.retrieval",
     "Transition": "agentworld.models.retrieval",
+    "TransformersBackend": "agentworld.models.transformers_backend",
+    "VLLMBackend": "agentworld.models.vllm_backend",
 }
 
 __all__ = [
@@ -55,7 +59,9 @@ __all__ = [
     "RetrievalIndex",
     "ScriptedBackend",
     "Transition",
+    "TransformersBackend",
     "Usage",
+    "VLLMBackend",
     "backend_names",
     "create_backend",
     "register_backend",
