@@ -200,3 +200,15 @@ def test_a_prompt_longer_than_the_context_fails_that_request_only(
     failed, fine = asyncio.run(main())
     assert isinstance(failed, BackendError) and "context is 4096" in str(failed)
     assert fine.usage.completion_tokens > 0 and backend.batch_sizes == [2]
+
+
+def test_eval_run_with_a_missing_model_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(_heldout()[0].to_row()) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "agentworld", "eval", "run", "--data", str(data),
+               "--out", str(tmp_path / "run"), "--model", f"transformers:{tmp_path / 'missing'}",
+               "--no-judge"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "missing does not exist" in done.stderr
