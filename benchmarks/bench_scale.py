@@ -416,10 +416,9 @@ def main() -> int:
     show(rows)
     ok = all(not r["errors"] for r in rows)
     at_1000 = [r for r in rows if r["sessions"] == 1000]
-    p99 = [r["exact_p99"] for r in at_1000]
-    if p99:
-        met = all(v < args.target_p99_ms for v in p99)
-        print(f"p99 framework overhead at 1,000 sessions < {args.target_p99_ms:g} ms: "
+    for r in at_1000:
+        met = r["exact_p99"] < args.target_p99_ms
+        print(f"p99 framework overhead at 1,000 sessions < {args.target_p99_ms:g} ms, {r['surface']}: "
               f"{'met' if met else 'MISSED'}")
         ok = ok and met
     return 0 if ok else 1

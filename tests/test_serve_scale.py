@@ -26,12 +26,12 @@ def test_tune_gc_freezes_start_up_and_raises_the_thresholds() -> None:
     assert done.stdout.split(") (") == ["(700, 10, 10", f"{', '.join(map(str, GC_THRESHOLDS))}) True\n"]
 
 
-def test_bench_scale_runs_both_surfaces_without_errors() -> None:
+def test_bench_scale_runs_every_surface_without_errors() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--sessions", "12", "--steps", "2", "--rate", "30",
                            "--latency-ms", "50", "--target-p99-ms", "1e9"],
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {m.group(1): m.groups() for m in re.finditer(
-        r"^\s+(http|mcp)\s+12\s+(\d+)\s.*\s(\d+)\s+[\d.]+ / [\d.]+ / [\d.]+$", done.stdout, re.M)}
-    assert set(rows) == {"http", "mcp"}, done.stdout
+        r"^\s+(http|mcp-modern|mcp)\s+12\s+(\d+)\s.*\s(\d+)\s+[\d.]+ / [\d.]+ / [\d.]+$", done.stdout, re.M)}
+    assert set(rows) == {"http", "mcp", "mcp-modern"}, done.stdout
     assert all(steps == "24" and errors == "0" for _, steps, errors in rows.values()), done.stdout
