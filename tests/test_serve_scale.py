@@ -32,6 +32,6 @@ def test_bench_scale_runs_every_surface_without_errors() -> None:
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     rows = {m.group(1): m.groups() for m in re.finditer(
-        r"^\s+(http|mcp-modern|mcp)\s+12\s+(\d+)\s.*\s(\d+)\s+[\d.]+ / [\d.]+ / [\d.]+$", done.stdout, re.M)}
+        r"^\s*(http|mcp-modern|mcp)\s+12\s+(\d+)\s.*\s(\d+)\s+[\d.]+ / [\d.]+ / [\d.]+$", done.stdout, re.M)}
     assert set(rows) == {"http", "mcp", "mcp-modern"}, done.stdout
     assert all(steps == "24" and errors == "0" for _, steps, errors in rows.values()), done.stdout
