@@ -171,7 +171,8 @@ class BrowserSession:
         self._tmp = tempfile.mkdtemp(prefix="agentworld-browser-")
         self._janitor = Janitor()
         self._janitor.track(self._tmp)
-        self._pw = sync_playwright().start()
+        with _environment({"TMPDIR": self._tmp, **self._janitor.env}):
+            self._pw = sync_playwright().start()  # its driver makes Chromium's profile folder in TMPDIR
         try:
             from browsergym.core.constants import BROWSERGYM_ID_ATTRIBUTE
 
@@ -328,3 +329,24 @@ def rewrite_origins(text: str, pairs: Iterable[tuple[str, str]]) -> str:
         if old != new:
             text = text.replace(old, new)
     return text
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Any:
+    """Set environment variables for the block (for a child process that takes only ``os.environ``).
+
+    Why: Playwright starts its driver with this process's environment, and the driver creates each
+    browser's profile folder in its own TMPDIR; a recorder killed with SIGKILL left that folder in
+    the user's temp folder (a flaky CI failure). With TMPDIR inside the janitor's folder, and the
+    janitor's tag, the driver and its folders go with the rest.
+    """
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

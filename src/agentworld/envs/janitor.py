@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import suppress
 from pathlib import Path
@@ -72,13 +73,40 @@ class Janitor:
         self.close()
 
 
-def sweep(token: str, folders: list[str]) -> None:
-    """Kill the processes tagged ``token``, then remove ``folders``."""
+def mentioning(folders: list[str]) -> list[int]:
+    """Live processes whose command line names one of ``folders`` (the caller's own excluded)."""
+    needles = [folder.encode() for folder in folders]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(needle in cmdline for needle in needles):
+            found.append(int(entry))
+    return found
+
+
+def sweep(token: str, folders: list[str], *, attempts: int = 20) -> None:
+    """Kill the processes tagged ``token`` or naming a folder, then remove ``folders``.
+
+    Removal is retried: a browser's helper process that was not tagged (it was started with a
+    cleaned environment) can still write into its profile while the tree is being removed — a
+    recorder killed with SIGKILL left ``…/Default/.org.chromium.Chromium.Network Persistent State``
+    behind that way. Processes whose command line names a folder (``--user-data-dir=…``) are
+    killed too.
+    """
     from agentworld.envs.procs import kill_until_gone
 
-    kill_until_gone(lambda: tagged_pids(token))
-    for folder in folders:
-        shutil.rmtree(folder, ignore_errors=True)
+    for _ in range(attempts):
+        kill_until_gone(lambda: tagged_pids(token) + mentioning(folders))
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        if not any(os.path.exists(folder) for folder in folders):
+            return
+        time.sleep(0.1)
 
 
 def main(argv: list[str]) -> int:
