@@ -7,10 +7,12 @@ import asyncio
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -234,32 +236,47 @@ def test_recording_twice_gives_the_same_observations(tmp_path: Path) -> None:
 
 
 @browser
-def test_sigkill_of_the_recorder_leaves_no_browser_and_no_temp_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("long_temp", [False, True], ids=["short-TMPDIR", "long-TMPDIR"])
+def test_sigkill_of_the_recorder_leaves_no_browser_and_no_temp_folder(tmp_path: Path,
+                                                                      long_temp: bool) -> None:
+    """A recorder killed with SIGKILL leaves no browser process and no folder behind.
+
+    The long TMPDIR (pytest's own, ~60 characters) also checks that Chromium starts there: its
+    singleton socket path would pass the 107-byte Unix socket limit if its folder sat under it.
+    """
     many = [{"name": f"s{i}", "start": "/", "actions": ["click({{link 'Catalog'}})", "noop(2000)"] * 5}
             for i in range(5)]
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    temp = tmp_path / "tmp" if long_temp else Path(tempfile.mkdtemp(prefix="aw", dir="/tmp"))
+    temp.mkdir(exist_ok=True)
     proc = _run(["record", "web", "--scenarios", str(_write(tmp_path / "s.jsonl", many)), "--out",
                  str(tmp_path / "out.jsonl")], env={"TMPDIR": str(temp)})
     deadline = time.monotonic() + 120
     kids: set[int] = set()
+    folders: set[str] = set()
     while time.monotonic() < deadline and proc.poll() is None:
         kids = _descendants(proc.pid)
-        if any(b"chrom" in _cmdline(k) for k in kids) and list(temp.iterdir()):
+        folders = {m.decode() for k in kids for m in re.findall(rb"/[^\0=]*agentworld-browser-[^/\0]+",
+                                                                _cmdline(k))}
+        if any(b"chrom" in _cmdline(k) for k in kids) and folders:
             break
         time.sleep(0.2)
     assert proc.poll() is None, proc.communicate()
+    (folder,) = folders  # Chromium's profile and the driver's TMPDIR are inside the browser's own folder
+    assert Path(folder).parent == (temp if not long_temp else Path("/tmp"))
     kids = _descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (any(_alive(k) for k in kids) or list(temp.iterdir())):
+    while time.monotonic() < deadline and (any(_alive(k) for k in kids) or Path(folder).exists()):
         time.sleep(0.2)
     assert [k for k in kids if _alive(k)] == []
+    assert not Path(folder).exists()
     assert list(temp.iterdir()) == []
-    mentioning = [p for p in os.listdir("/proc") if p.isdigit() and _alive(int(p)) and str(temp).encode()
+    mentioning = [p for p in os.listdir("/proc") if p.isdigit() and _alive(int(p)) and folder.encode()
                   in _cmdline(int(p))]  # e.g. Chromium's crash handler, which leaves the process tree
     assert mentioning == []
+    if not long_temp:
+        temp.rmdir()
 
 
 def _cmdline(pid: int) -> bytes:

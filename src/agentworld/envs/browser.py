@@ -168,7 +168,7 @@ class BrowserSession:
         from playwright.sync_api import sync_playwright
 
         executable = find_chromium()
-        self._tmp = tempfile.mkdtemp(prefix="agentworld-browser-")
+        self._tmp = tempfile.mkdtemp(prefix="agentworld-browser-", dir=_short_temp())
         self._janitor = Janitor()
         self._janitor.track(self._tmp)
         with _environment({"TMPDIR": self._tmp, **self._janitor.env}):
@@ -336,9 +336,9 @@ def _environment(values: dict[str, str]) -> Any:
     """Set environment variables for the block (for a child process that takes only ``os.environ``).
 
     Why: Playwright starts its driver with this process's environment, and the driver creates each
-    browser's profile folder in its own TMPDIR; a recorder killed with SIGKILL left that folder in
-    the user's temp folder (a flaky CI failure). With TMPDIR inside the janitor's folder, and the
-    janitor's tag, the driver and its folders go with the rest.
+    browser's profile and artifacts folders in its own TMPDIR; a recorder killed with SIGKILL left
+    them in the user's temp folder (a flaky CI failure). With TMPDIR inside the janitor's folder,
+    and the janitor's tag, the driver and its folders go with the rest.
     """
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
@@ -350,3 +350,19 @@ def _environment(values: dict[str, str]) -> Any:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+MAX_TEMP_PATH = 40
+"""Longest temp folder Chromium's own folder may sit in (see :func:`_short_temp`)."""
+
+
+def _short_temp() -> str:
+    """The temp folder for Chromium's TMPDIR: the user's, or ``/tmp`` when the user's is long.
+
+    Why: Chromium puts its singleton socket at ``$TMPDIR/.org.chromium.Chromium.XXXXXX/
+    SingletonSocket``, and a Unix socket path holds at most 107 bytes; under a TMPDIR of 57
+    characters (pytest's ``/tmp/pytest-of-root/pytest-1000/test_…/tmp``) plus this module's
+    ``agentworld-browser-…`` folder every start failed with ``TargetClosedError``.
+    """
+    base = tempfile.gettempdir()
+    return base if len(base) <= MAX_TEMP_PATH else "/tmp"
