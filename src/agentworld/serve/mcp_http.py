@@ -3,7 +3,8 @@
 Routes (all behind one :class:`~agentworld.serve.guard.GuardMiddleware`: bearer token, body limit):
 
 * ``/mcp`` — MCP. A handshake-era client (``Mcp-Session-Id``) gets one episode per MCP session,
-  closed when the session ends; stateless clients share one episode;
+  closed when the session ends (its sessions are served by :mod:`agentworld.serve.mcp_handshake`);
+  stateless clients share one episode;
 * ``POST /v1/episodes`` ``{"seed": 7}`` (body optional) → ``{"episode_id", "mcp_url", "observation"}``:
   a new episode, reachable by any MCP client at ``mcp_url`` (``/mcp/<episode-id>``), stateless
   or not, and by nobody else's requests; ``DELETE /v1/episodes/<id>`` closes it;
@@ -29,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentworld.serve.guard import GuardMiddleware
+from agentworld.serve.mcp_handshake import HandshakeSessions
 from agentworld.serve.mcp_server import SimulatedToolServer
 from agentworld.serve.net import is_loopback
 from agentworld.serve.sessions import SessionLimitReached, SessionNotFound
@@ -80,7 +82,9 @@ def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token
         app=tool_server.server, security_settings=security, max_request_body_size=max_body_bytes,
         json_response=True,
         session_idle_timeout=sessions.idle_timeout_s, max_sessions=sessions.max_sessions)
-    mcp = _PostOnly(StreamableHTTPASGIApp(manager))
+    handshake = HandshakeSessions(tool_server.server, _PostOnly(StreamableHTTPASGIApp(manager)),
+                                  security=security, idle_timeout_s=sessions.idle_timeout_s,
+                                  max_sessions=sessions.max_sessions)
 
     async def create(request: Request) -> Response:
         raw = await request.body()
@@ -110,12 +114,12 @@ def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with manager.run(), sessions.reaping():
+        async with manager.run(), handshake.running(), sessions.reaping():
             yield
         await tool_server.aclose()
 
     app = Starlette(routes=[
-        Route("/mcp", mcp), Route("/mcp/{episode}", mcp),
+        Route("/mcp", handshake), Route("/mcp/{episode}", handshake),
         Route("/v1/episodes", create, methods=["POST"]),
         Route("/v1/episodes/{episode}", delete, methods=["DELETE"]),
         Route("/v1/health", health, methods=["GET"]),
