@@ -63,15 +63,18 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agentworld.serve.sessions import in_background, reap_interval
+
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
-VERSION_HEADER = "mcp-protocol-version"
+_SESSION_KEY = SESSION_HEADER.encode()
+_VERSION_KEY = b"mcp-protocol-version"
 _TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
 
 
 class _NoChannel:
-    """The connection's standalone channel: none (JSON responses, no GET stream)."""
+    """No channel to the client (JSON responses, no GET stream): requests refused, notifications dropped."""
 
     async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
                                opts: CallOptions | None = None) -> dict[str, Any]:
@@ -79,11 +82,11 @@ class _NoChannel:
 
     async def notify(self, method: str, params: Mapping[str, Any] | None,
                      opts: CallOptions | None = None) -> None:
-        log.debug("dropped %s: no channel to the client", method)
+        log.debug("dropped %s: no channel to the client in JSON-response mode", method)
 
 
 @dataclass
-class _Exchange:
+class _Exchange(_NoChannel):
     """The SDK's ``DispatchContext`` for one HTTP request: one JSON answer, nothing sent before it."""
 
     request_id: RequestId | None
@@ -91,14 +94,6 @@ class _Exchange:
     transport: TransportContext = _TRANSPORT
     cancel_requested: anyio.Event = field(default_factory=anyio.Event)
     can_send_request: bool = False
-
-    async def send_raw_request(self, method: str, params: Mapping[str, Any] | None,
-                               opts: CallOptions | None = None) -> dict[str, Any]:
-        raise NoBackChannelError(method)
-
-    async def notify(self, method: str, params: Mapping[str, Any] | None,
-                     opts: CallOptions | None = None) -> None:
-        log.debug("dropped %s: a JSON response carries only the answer", method)
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         return None
@@ -154,18 +149,15 @@ class HandshakeSessions:
         """The server's life: its MCP lifespan entered once, idle sessions reaped, all closed at the end."""
         async with self.server.lifespan(self.server) as state:
             self._lifespan_state = state
-            reaper = asyncio.get_running_loop().create_task(self._reap())
             try:
-                yield
+                async with in_background(self._reap()):
+                    yield
             finally:
-                reaper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reaper
                 for session_id in list(self._sessions):
                     await self._close(session_id)
 
     async def _reap(self) -> None:
-        interval = max(0.05, min(self.idle_timeout_s / 2, 30.0))
+        interval = reap_interval(self.idle_timeout_s)
         while True:
             await asyncio.sleep(interval)
             now = self._clock()
@@ -181,12 +173,12 @@ class HandshakeSessions:
             await aclose_shielded(session.connection)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        headers = {k: v for k, v in scope["headers"] if k in (b"mcp-session-id", b"mcp-protocol-version")}
-        version = headers.get(b"mcp-protocol-version")
+        headers = {k: v for k, v in scope["headers"] if k in (_SESSION_KEY, _VERSION_KEY)}
+        version = headers.get(_VERSION_KEY)
         if version is not None and version.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
             await self.fallback(scope, receive, send)  # the stateless revision (and unknown versions)
             return
-        session_id = headers[b"mcp-session-id"].decode("latin-1") if b"mcp-session-id" in headers else None
+        session_id = headers[_SESSION_KEY].decode("latin-1") if _SESSION_KEY in headers else None
         request = Request(scope, receive)
         if scope["method"] not in ("POST", "DELETE") or (session_id is None and scope["method"] != "POST"):
             await self.fallback(scope, receive, send)

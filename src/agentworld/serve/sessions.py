@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -188,20 +188,13 @@ class SessionManager:
             with contextlib.suppress(SessionNotFound):
                 await self.close(sid)
 
-    @contextlib.asynccontextmanager
-    async def reaping(self) -> AsyncIterator[None]:
+    def reaping(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Run :meth:`run_reaper` in the background for the duration of the block (a server's life)."""
-        reaper = asyncio.get_running_loop().create_task(self.run_reaper())
-        try:
-            yield
-        finally:
-            reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reaper
+        return in_background(self.run_reaper())
 
     async def run_reaper(self, interval_s: float | None = None) -> None:
         """Expire idle sessions periodically until cancelled (so memory is freed without traffic)."""
-        interval = interval_s or max(0.05, min(self.idle_timeout_s / 2, 30.0))
+        interval = interval_s or reap_interval(self.idle_timeout_s)
         while True:
             await asyncio.sleep(interval)
             expired = await self.expire_idle()
@@ -230,3 +223,19 @@ class SessionManager:
 _BACKGROUND: set[asyncio.Task[None]] = set()
 """Strong references to background close tasks (asyncio keeps only weak ones)."""
 
+
+def reap_interval(idle_timeout_s: float) -> float:
+    """How often to look for idle sessions: twice per timeout, between 50 ms and 30 s."""
+    return max(0.05, min(idle_timeout_s / 2, 30.0))
+
+
+@contextlib.asynccontextmanager
+async def in_background(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """Run ``work`` as a task for the duration of the block; cancel and await it on the way out."""
+    task = asyncio.get_running_loop().create_task(work)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
