@@ -217,7 +217,9 @@ class HandshakeSessions:
             if not (isinstance(message, JSONRPCRequest) and message.method == "initialize"):
                 return None
             return await self._initialize(request, message)
-        session = self._sessions[session_id]
+        session = self._sessions.get(session_id)
+        if session is None:  # ended (DELETE, idle) while this request's body was read
+            return _error(404, "Session not found")
         session.in_flight += 1
         try:
             if isinstance(message, JSONRPCRequest):
@@ -261,11 +263,11 @@ class HandshakeSessions:
             error = handler_exception_to_error_data(exc)
             if error is None:
                 log.exception("handler for %r raised", message.method)
-                error = ErrorData(code=INTERNAL_ERROR, message=str(exc))
+                error = ErrorData(code=INTERNAL_ERROR, message=f"Internal error ({type(exc).__name__})")
             reply: Any = JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
         else:
             reply = JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
-        out: dict[str, Any] = reply.model_dump(mode="json", by_alias=True, exclude_none=True)
+        out: dict[str, Any] = reply.model_dump(mode="json", by_alias=True, exclude_unset=True)  # as the SDK
         return out
 
 
