@@ -117,3 +117,29 @@ def test_dns_rebinding_protection_applies_to_sessions(mock_url: str) -> None:
         session = open_session(url)
         assert rpc(url, call(1, "rebind"), session, Origin="http://evil.example").status_code == 403
         assert rpc(url, call(2, "rebind"), session).status_code == 200
+
+
+def test_notifications_cancelled_interrupts_the_request() -> None:
+    """As in the SDK's transport: the client's cancel interrupts the step (and its model call)."""
+    with run_mock_server(MockConfig(latency_ms=5000)) as slow, http_server(slow) as url:
+        session = open_session(url)
+
+        async def cancelled_call() -> tuple[dict[str, Any], float]:
+            async with httpx.AsyncClient(timeout=30) as client:
+                started = time.monotonic()
+                pending = asyncio.ensure_future(client.post(url, json=call(41, "slow"), headers={
+                    **HEADERS, "Mcp-Session-Id": session}))
+                await asyncio.sleep(0.5)
+                cancel = await client.post(url, headers={**HEADERS, "Mcp-Session-Id": session}, json={
+                    "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 41}})
+                assert cancel.status_code == 202
+                answer = await pending
+                return answer.json(), time.monotonic() - started
+
+        answer, took = asyncio.run(cancelled_call())
+        assert answer == {"jsonrpc": "2.0", "id": 41,
+                          "error": {"code": -32800, "message": "Request cancelled"}}
+        assert took < 4  # not the model's 5 s
+        # a cancel for a request that is not running changes nothing
+        assert rpc(url, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+                   session).status_code == 202

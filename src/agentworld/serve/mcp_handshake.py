@@ -18,8 +18,9 @@ What a session keeps of the SDK's behaviour: ``initialize`` answers with the ses
 without it or with an unknown one are refused (400 / 404), ``DELETE`` ends it, an idle session ends
 after ``idle_timeout_s`` (the server's ``--idle-timeout-s``), at most ``max_sessions`` are open (503
 beyond), the DNS-rebinding checks of the SDK's transport apply, and ending a session unwinds its
-connection's ``exit_stack`` (where the simulator's episode is released). The server cannot send
-requests to the client (no back-channel: JSON responses, no GET stream), as before.
+connection's ``exit_stack`` (where the simulator's episode is released), and the client's
+``notifications/cancelled`` interrupts the request it names (answered ``REQUEST_CANCELLED``). The
+server cannot send requests to the client (no back-channel: JSON responses, no GET stream), as before.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from mcp.server.streamable_http import check_accept_headers
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.dispatcher import CallOptions
 from mcp.shared.exceptions import NoBackChannelError
-from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params, handler_exception_to_error_data
 from mcp.shared.message import ServerMessageMetadata
 from mcp.shared.transport_context import TransportContext
 from mcp_types import (
@@ -71,6 +72,8 @@ SESSION_HEADER = "mcp-session-id"
 _SESSION_KEY = SESSION_HEADER.encode()
 _VERSION_KEY = b"mcp-protocol-version"
 _TRANSPORT = TransportContext(kind="streamable-http", can_send_request=False)
+REQUEST_CANCELLED = -32800
+"""The error a cancelled request is answered with (``mcp.server.streamable_http.REQUEST_CANCELLED``)."""
 
 
 class _NoChannel:
@@ -105,6 +108,8 @@ class _Session:
     connection: Connection
     last_used: float
     in_flight: int = 0
+    running: dict[str, anyio.CancelScope] = field(default_factory=dict)
+    """The requests being answered, by id: what ``notifications/cancelled`` can interrupt."""
 
 
 def _json(status: int, body: Any = None, session_id: str | None = None) -> Response:
@@ -223,9 +228,12 @@ class HandshakeSessions:
         session.in_flight += 1
         try:
             if isinstance(message, JSONRPCRequest):
-                answer = await self._answer(session, request, message)
-                return _json(200, answer, session_id)
+                return _json(200, await self._interruptible(session, request, message), session_id)
             if isinstance(message, JSONRPCNotification):
+                if message.method == "notifications/cancelled":
+                    cancelled = session.running.get(str(cancelled_request_id_from_params(message.params)))
+                    if cancelled is not None:
+                        cancelled.cancel()
                 await session.runner.on_notify(_exchange(request, None), message.method, message.params)
             return _json(202, None, session_id)  # notifications and responses: accepted
         finally:
@@ -253,6 +261,24 @@ class HandshakeSessions:
             await self._close(session_id)
             return _json(200, answer)
         return _json(200, answer, session_id)
+
+    async def _interruptible(self, session: _Session, request: Request,
+                             message: JSONRPCRequest) -> dict[str, Any]:
+        """:meth:`_answer`, interrupted by the client's ``notifications/cancelled`` for its id.
+
+        As the SDK's handshake-era transport does, a cancelled request is answered with
+        ``REQUEST_CANCELLED`` (the HTTP request needs an answer; the client ignores it).
+        """
+        key = str(message.id)
+        scope = session.running[key] = anyio.CancelScope()
+        try:
+            with scope:
+                return await self._answer(session, request, message)
+            return {"jsonrpc": "2.0", "id": message.id,
+                    "error": {"code": REQUEST_CANCELLED, "message": "Request cancelled"}}
+        finally:
+            if session.running.get(key) is scope:
+                del session.running[key]
 
     async def _answer(self, session: _Session, request: Request, message: JSONRPCRequest) -> dict[str, Any]:
         """The JSON-RPC answer to one request, by the SDK's kernel (its errors mapped as the SDK does)."""
