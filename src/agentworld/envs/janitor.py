@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -27,17 +28,24 @@ TAG = "AGENTWORLD_JANITOR_TAG"
 def tagged_pids(token: str) -> list[int]:
     """Live processes whose environment holds ``TAG=token`` (the caller's own excluded)."""
     needle = f"{TAG}={token}".encode()
+
+    def tagged(pid: str) -> bool:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_bytes()
+        return needle in environ.split(b"\0") and state[state.rfind(b")") + 2:][:1] != b"Z"
+
+    return _processes(tagged)
+
+
+def _processes(matches: Callable[[str], bool]) -> list[int]:
+    """Processes (not the caller) for which ``matches(pid)`` holds; one that ends meanwhile is skipped."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0") and state[state.rfind(b")") + 2:][:1] != b"Z":
-            found.append(int(entry))
+        with suppress(OSError):
+            if matches(entry):
+                found.append(int(entry))
     return found
 
 
@@ -76,17 +84,12 @@ class Janitor:
 def mentioning(folders: list[str]) -> list[int]:
     """Live processes whose command line names one of ``folders`` (the caller's own excluded)."""
     needles = [folder.encode() for folder in folders]
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if any(needle in cmdline for needle in needles):
-            found.append(int(entry))
-    return found
+
+    def names_one(pid: str) -> bool:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return any(needle in cmdline for needle in needles)
+
+    return _processes(names_one)
 
 
 def sweep(token: str, folders: list[str], *, attempts: int = 20) -> None:
