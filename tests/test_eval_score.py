@@ -136,7 +136,8 @@ def test_cli_score_json_carries_baselines_skill_and_calibration(tmp_path: Path) 
     assert out["rules"]["terminal"]["overall"] == 100.0  # the old keys stay
     for line in (out["rule_tier"]["domains"]["terminal"], out["rule_tier"]["overall"]):
         assert line["n"] == 6 and line["overall"] == 100.0
-        assert set(line["baselines"]) == {"frame_only", "empty", "repeat_previous"}
-        assert line["skill_over_frame_only"] == 1.0
+        assert set(line["baselines"]) == {"frame_only", "empty", "repeat_previous", "constant"}
+        assert line["strongest"] == max(line["baselines"].values())
+        assert line["skill_over_frame_only"] == 1.0 and line["skill_over_strongest"] == 1.0
     spearman = out["rule_tier"]["domains"]["terminal"]["rule_rubric_spearman"]
     assert spearman == {"rho": None, "n": 6}  # every rule score is 100: a constant has no rank correlation

@@ -64,18 +64,22 @@ def test_spearman_monotone_reversed_ties_and_undefined() -> None:
 def test_truth_has_skill_one_and_frame_only_has_skill_zero() -> None:
     samples = terminal_samples()
     expected = {name: round(sum(baseline_scores(s)[name] for s in samples) / len(samples), 2)
-                for name in ("frame_only", "empty", "repeat_previous")}
+                for name in ("frame_only", "empty", "repeat_previous", "constant")}
     assert expected["frame_only"] == 25.0  # the case is not degenerate
     truth = score_rows({"terminal": 4}, [], [], rule_rows(samples, "truth"), samples=samples).to_json()
     line = truth["rule_tier"]["domains"]["terminal"]
     assert line["baselines"] == expected and line["n"] == 4 and line["overall"] == 100.0
-    assert line["skill_over_frame_only"] == 1.0
+    assert line["skill_over_frame_only"] == 1.0 and line["skill_over_strongest"] == 1.0
+    assert line["strongest"] == max(expected.values())
     assert truth["rule_tier"]["overall"]["skill_over_frame_only"] == 1.0
     assert line["rule_rubric_spearman"] is None  # no rubric in this run
     assert truth["rules"]["terminal"]["overall"] == 100.0  # the old keys stay
     frame = score_rows({"terminal": 4}, [], [], rule_rows(samples, "frame_only"), samples=samples).to_json()
     assert frame["rule_tier"]["domains"]["terminal"]["overall"] == expected["frame_only"]
     assert frame["rule_tier"]["domains"]["terminal"]["skill_over_frame_only"] == 0.0
+    best = max(expected.values())
+    assert frame["rule_tier"]["domains"]["terminal"]["skill_over_strongest"] == round(
+        (expected["frame_only"] - best) / (100 - best), 4)
 
 
 def test_baselines_use_the_domain_of_a_prefixed_task() -> None:

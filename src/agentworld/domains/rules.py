@@ -19,7 +19,7 @@ from typing import Literal
 
 from agentworld.domains.actions import PROMPT_RE
 from agentworld.domains.base import plugin, resolve
-from agentworld.domains.content import mask
+from agentworld.domains.content import RUNTIME_KINDS, mask
 from agentworld.errors import AgentWorldError
 from agentworld.schema import BenchSample, strip_marker
 
@@ -66,6 +66,9 @@ class DomainRules:
     structure: Callable[[str, str, Session], tuple[float, dict[str, float]]]
     frame: Callable[[list[str], Session], list[bool]] = no_frame
     frame_only: Callable[[str, Session], str] = empty_frame
+    verdict: Callable[[list[str]], list[str]] = lambda units: runtime_units(units)
+    """The units as the 0/1 verdict compares them (equal lists: verified). Default
+    :func:`runtime_units`: in order, with what changes between two runs of an action masked."""
 
 
 def norm(line: str) -> str:
@@ -78,6 +81,13 @@ def clean(text: str) -> str:
 
 def lines_of(text: str) -> list[str]:
     return [norm(x) for x in text.splitlines() if x.strip()]
+
+
+def runtime_units(units: list[str], kinds: frozenset[str] = RUNTIME_KINDS) -> list[str]:
+    """Units with only what changes between two runs of the same action masked (times, durations, ids,
+    pids, speeds; :data:`~agentworld.domains.content.RUNTIME_KINDS`) and spacing normalised: two
+    observations whose runtime units are equal say the same thing."""
+    return [norm(mask(u, kinds).text) for u in units]
 
 
 def multiset_f1(pred: list[str], truth: list[str]) -> float:

@@ -152,16 +152,18 @@ def tier_table(tier: dict[str, Any] | None) -> str:
     for name, line in lines:
         base = line.get("baselines") or {}
         row = [e(name), str(line.get("n", "–")), _fmt(line.get("overall")),
-               *(_fmt(base.get(b)) for b in BASELINES), _fmt(line.get("skill_over_frame_only"), 2)]
+               *(_fmt(base.get(b)) for b in BASELINES), _fmt(line.get("strongest")),
+               _fmt(line.get("skill_over_frame_only"), 2), _fmt(line.get("skill_over_strongest"), 2)]
         if calibrated:
             corr = line.get("rule_rubric_spearman")
             row.append("–" if not corr else f"{_fmt(corr.get('rho'), 2)} (n={corr.get('n', 0)})")
         rows.append(row)
-    head = ["domain", "n", "model", *BASELINES, "skill over frame_only",
+    head = ["domain", "n", "model", *BASELINES, "strongest", "skill over frame_only", "skill over strongest",
             *(["rule/rubric Spearman"] if calibrated else [])]
     return ('<p class="note">Rule overall (0–100) of the model and of trivial predictors on the same '
-            "samples; skill = (model − frame_only) / (100 − frame_only): 0 is no better than knowing the "
-            "format, 1 is perfect.</p>" + _table(head, rows))
+            "samples; skill over b = (model − b) / (100 − b): 0 is no better than that trivial answer, 1 is "
+            "perfect; strongest is the best trivial answer, so skill over it is what the model adds.</p>"
+            + _table(head, rows))
 
 
 def _order(names: Any) -> list[str]:

@@ -55,10 +55,11 @@ class RuleScore(BaseModel):
     has_content: bool
     """Whether the truth has content beyond its frame."""
     verified: bool
-    """The 0/1 rule verdict (``rule01``): every deterministic content unit of the truth is predicted
-    (without any: the content is the truth's up to runtime metadata); with no content in the truth,
-    the prediction has none either and its frame is the truth's. False for a frame-only prediction
-    whenever the truth has content."""
+    """The 0/1 rule verdict (``rule01``, the GSPO rule reward): the prediction is the truth up to
+    runtime metadata — every unit, frame and content, equal once times, durations, ids, pids and
+    speeds are masked (sizes, counts, exit codes, titles and URLs are not), in order unless the
+    domain's units name their own place. One changed number, line, title or order is not verified;
+    nor is a frame-only prediction whenever the truth has content."""
     overall: float
     details: dict[str, Any] = Field(default_factory=dict)
 
@@ -94,12 +95,10 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
     content = sum(WEIGHTS[k] * v for k, v in used.items()) / sum(WEIGHTS[k] for k in used)
     if has_content:
         overall = content * (1 - FRAME_SHARE + FRAME_SHARE * structure / 100)
-        verified = bool(p_content) and (deterministic == 100.0 if det else p_masked == t_masked)
     else:
         frame = [norm(mask(u).text) for u, f in zip(p_units, p_frame, strict=True) if f]
-        t_frame_units = [norm(mask(u).text) for u in t_units]
-        overall = content * multiset_f1(frame, t_frame_units) / 100
-        verified = not p_content and frame == t_frame_units
+        overall = content * multiset_f1(frame, [norm(mask(u).text) for u in t_units]) / 100
+    verified = rules.verdict(p_units) == rules.verdict(t_units) and bool(p_content) == has_content
     details = {"line_f1_raw": round(multiset_f1(lines_of(pred), lines_of(truth)), 2),
                "tiers": dict(Counter(t for t, f in zip(tiers, t_frame, strict=True) if not f)),
                "frame_units": sum(t_frame), "content_units": len(t_content), "metadata": meta.per_kind,

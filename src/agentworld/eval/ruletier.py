@@ -3,9 +3,9 @@
 Why: a rule-tier overall of 40 means little until one knows that knowing only the format already
 scores, say, 35. So every summary shows, on the very samples the model's rule score covers, the mean
 rule overall of the trivial predictors of :mod:`agentworld.eval.baselines` and the model's skill over
-the frame-only one. And when a run also has rubric judgments, the Spearman rank correlation between
-the rule overall and the rubric total per domain says how far the cheap, judge-free tier can stand in
-for the judge.
+the frame-only one and over the strongest of them. And when a run also has rubric judgments, the
+Spearman rank correlation between the rule overall and the rubric total per domain says how far the
+cheap, judge-free tier can stand in for the judge.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentworld.eval.baselines import BASELINES, baseline_scores, skill
+from agentworld.eval.baselines import BASELINES, baseline_scores, skill, strongest
 from agentworld.eval.records import JudgmentRow, RuleRow, as_judgment, as_rule
 from agentworld.schema import DOMAIN_NAMES, BenchSample
 
@@ -82,6 +82,10 @@ class RuleTierLine(BaseModel):
     overall: float
     baselines: dict[str, float]
     skill_over_frame_only: float | None
+    strongest: float = 0.0
+    """The best baseline mean on these samples (:func:`~agentworld.eval.baselines.strongest`)."""
+    skill_over_strongest: float | None = None
+    """Skill over :attr:`strongest`: above 0 only where the model beats every trivial answer."""
     rule_rubric_spearman: Correlation | None = None
 
 
@@ -109,8 +113,10 @@ def _line(pairs: list[tuple[BenchSample, float]], base: dict[str, dict[str, floa
     if rubric is not None:
         judged = [(score, rubric[s.id]) for s, score in pairs if s.id in rubric]
         corr = Correlation(rho=spearman([a for a, _ in judged], [b for _, b in judged]), n=len(judged))
+    best = strongest(baselines)
     return RuleTierLine(n=len(pairs), overall=model, baselines=baselines, rule_rubric_spearman=corr,
-                        skill_over_frame_only=skill(model, baselines["frame_only"]))
+                        skill_over_frame_only=skill(model, baselines["frame_only"]), strongest=best,
+                        skill_over_strongest=skill(model, best))
 
 
 def rule_tier(samples: Iterable[BenchSample], rules: Iterable[RuleRow | Mapping[str, Any]],

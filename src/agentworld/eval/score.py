@@ -234,8 +234,8 @@ RUBRIC_HEAD = ("Domain", "Valid/N", *(d.capitalize() for d in SCORE_DIMENSIONS),
                "PredErr", "JudgeFail")
 RULE_COLUMNS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
 TIER_TITLE = ("Rule tier against trivial baselines (rule overall 0-100, same samples; "
-              "skill = (model - frame_only) / (100 - frame_only))")
-TIER_HEAD = ("Domain", "N", "model", *BASELINES, "skill_over_frame_only")
+              "skill over b = (model - b) / (100 - b); strongest = the best baseline)")
+TIER_HEAD = ("Domain", "N", "model", *BASELINES, "strongest", "skill_over_frame_only", "skill_over_strongest")
 SPEARMAN_HEAD = "rule_rubric_spearman(n)"
 
 
@@ -264,7 +264,7 @@ def _tier_table(tier: RuleTier) -> tuple[list[str], list[list[str]]]:
     rows = []
     for name, line in [*tier.domains.items(), ("overall", tier.overall)]:
         row = [name, str(line.n), _fmt(line.overall), *(_fmt(line.baselines.get(b)) for b in BASELINES),
-               _fmt(line.skill_over_frame_only)]
+               _fmt(line.strongest), _fmt(line.skill_over_frame_only), _fmt(line.skill_over_strongest)]
         if calibrated:
             corr = line.rule_rubric_spearman
             row.append("-" if corr is None else f"{_fmt(corr.rho)}({corr.n})")

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from agentworld.domains.actions import tool_call
+from agentworld.domains.content import RUNTIME_KINDS
 from agentworld.domains.rules import (
     DomainRules,
     Session,
@@ -19,6 +20,7 @@ from agentworld.domains.rules import (
     generic_tiers,
     lines_of,
     ratio,
+    runtime_units,
     shape_structure,
 )
 
@@ -31,6 +33,9 @@ def _json(text: str) -> Any:
 
 
 def _leaves(value: Any, path: str = "$") -> list[str]:
+    """``path=value`` of each scalar; an empty object or list is a leaf too (``$.entities=[]``)."""
+    if isinstance(value, dict | list) and not value:
+        return [f"{path}={json.dumps(value)}"]
     if isinstance(value, dict):
         return [x for k, v in value.items() for x in _leaves(v, f"{path}.{k}")]
     if isinstance(value, list):
@@ -79,4 +84,13 @@ def mcp_frame_only(truth: str, _: Session) -> str:
     return "{}" if isinstance(value, dict) else "[]" if isinstance(value, list) else ""
 
 
-RULES = DomainRules(mcp_units, mcp_tiers, json_structure, frame_only=mcp_frame_only)
+def mcp_verdict(units: list[str]) -> list[str]:
+    """What a verified MCP result must get right: every JSON leaf (path and value, in any key order)
+    or every text line in order, with ids, pids, durations and speeds masked. Times are *not* masked:
+    the recorded servers run on a pinned clock (:mod:`agentworld.domains.mcp.frozen_time`, fixed git
+    dates), so a time in a result is what the call computed (``convert_time``), not the moment it ran."""
+    masked = runtime_units(units, RUNTIME_KINDS - {"TS"})
+    return sorted(masked) if units and all(u.startswith("$") and "=" in u for u in units) else masked
+
+
+RULES = DomainRules(mcp_units, mcp_tiers, json_structure, frame_only=mcp_frame_only, verdict=mcp_verdict)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from agentworld.domains.actions import PROMPT_RE, terminal_keystrokes
+from agentworld.domains.actions import PROMPT_RE, terminal_keystrokes, terminal_state
 from agentworld.domains.rules import DomainRules, Session, Tier, clean, is_metadata, lines_of, norm, ratio
 from agentworld.domains.terminal.commands import command_is_deterministic, written_files
 
 DEFAULT_PROMPT = "root@localhost:/app#"
-"""The frame-only predictor's prompt on a first turn (no earlier screen to read it from)."""
+"""The frame-only predictor's prompt when no earlier screen (nor a first turn's current state) shows one."""
 
 
 def terminal_tiers(units: list[str], session: Session) -> list[Tier]:
@@ -66,12 +66,11 @@ def terminal_frame(units: list[str], session: Session) -> list[bool]:
 
 
 def terminal_frame_only(_truth: str, session: Session) -> str:
-    """The echoed keystrokes after the last prompt on the previous screen, then that prompt again."""
-    prompt = DEFAULT_PROMPT
-    if session.history:
-        screen = lines_of(clean(session.history[-1][1]))
-        bare = [x for x in screen if (m := PROMPT_RE.match(x)) and not m.group("cmd")]
-        prompt = bare[-1] if bare else prompt
+    """The echoed keystrokes after the last prompt on the previous screen (on a first turn, the
+    ``**Current State:**`` screen the action carries), then that prompt again."""
+    screen = clean(session.history[-1][1]) if session.history else terminal_state(session.action) or ""
+    bare = [x for x in lines_of(screen) if (m := PROMPT_RE.match(x)) and not m.group("cmd")]
+    prompt = bare[-1] if bare else DEFAULT_PROMPT
     keys = (terminal_keystrokes(session.action) or "").rstrip("\n").split("\n")
     lines = [f"{prompt} {keys[0]}".rstrip(), *(f"> {k}" for k in keys[1:]), prompt]
     return "\n".join(lines)
