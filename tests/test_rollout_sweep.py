@@ -14,6 +14,7 @@ from agentworld.cli import app
 from agentworld.errors import DataError
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
+from agentworld.train.rollout import NO_TOOL
 from agentworld.train.sweep import load_world_tasks, sweep_controls
 from serving import chat_server
 
@@ -162,3 +163,24 @@ def test_rollout_option_errors_are_one_line(tmp_path: Path, args: list[str], mes
     result = _rollout("http://127.0.0.1:9", *args, "--out", str(tmp_path / "o.jsonl"))
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_fault_on_read_tools_the_episode_never_called_says_so_per_episode(tmp_path: Path) -> None:
+    """The agent only cancels; a stale-data spec on the world's read tool cannot fire. Its 0 faults are
+    reported as "no tool this fault applies to" per episode and per row, not as a silent 0."""
+    read = {"name": "get_booking", "description": "Read a booking.",
+            "inputSchema": {"type": "object", "properties": {"booking_id": {"type": "string"}}}}
+    root = _world_dir(tmp_path / "w", {"stale": "faults:\n  - kind: stale\n    rate: 1.0\n"
+                                                "    tools: [get_booking]\n"})
+    (root / "world.json").write_text(json.dumps({**WORLD_JSON, "tools": [*TOOLS, read]}))
+    world, spec, tasks = load_world_tasks(root)
+    world_model = ScriptedBackend(default=f"<predicted_observation>{RESULT}</predicted_observation>")
+    rows = sweep_controls(ScriptedBackend(default=_agent), world_model, spec, sorted(world.controls.items()),
+                          tasks, episodes=2, max_turns=4)
+    by_name = {row.controls: (row, episodes) for row, episodes in rows}
+    stale, episodes = by_name["stale"]
+    note = f"stale: {NO_TOOL} was called (get_booking)"
+    assert [e.trajectory.meta["fault_notes"] for e in episodes] == [[note], [note]]
+    assert (stale.faults, stale.fault_notes) == ({}, {note: 2})
+    clean, clean_episodes = by_name["clean"]
+    assert clean.fault_notes == {} and clean_episodes[0].trajectory.meta["fault_notes"] == []

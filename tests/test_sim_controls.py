@@ -176,13 +176,28 @@ def test_stale_replays_an_earlier_observation_without_a_model_call() -> None:
     spec = mcp_spec(FaultRule(kind="stale", schedule=[1, 3], tools=["get"]))
     sim = Simulator(model, ledger=False)
     sim.reset(spec)
-    fresh = sim.step({"tool_name": "get", "arguments": {"id": 1}})
-    assert fresh.meta == {"stale": True, "stale_from_turn": None} and fresh.observation == '{"balance": 10}'
+    fresh = sim.step({"tool_name": "get", "arguments": {"id": 1}})  # drawn, but nothing earlier to replay
+    assert (fresh.fault, fresh.meta, fresh.observation) == (None, {"fault_without_effect": "stale"},
+                                                            '{"balance": 10}')
     sim.step({"tool_name": "search", "arguments": {}})
     sim.step({"tool_name": "get", "arguments": {"id": 1}})
     stale = sim.step({"tool_name": "get", "arguments": {"id": 1}})
     assert (stale.observation, stale.source, stale.meta["stale_from_turn"]) == ('{"x": 1}', "cache", 3)
     assert len(model.calls) == 3
+    assert [f.kind for f in sim.state().faults] == ["stale"]
+
+
+@pytest.mark.parametrize(("rule", "answer"), [
+    (FaultRule(kind="stale", count=1), '{"balance": 10}'),  # a first call: nothing earlier to replay
+    (FaultRule(kind="pagination", count=1, params={"page_size": 5}), "total 3 bookings"),  # one line
+    (FaultRule(kind="pagination", count=1, params={"page_size": 5}), '{"rows": [1, 2], "total": 2}'),
+    (FaultRule(kind="truncated", count=1, params={"keep_fraction": 1.0}), "[1, 2, 3]"),  # keeps it all
+])
+def test_a_fault_that_changes_nothing_the_agent_sees_is_not_counted(rule: FaultRule, answer: str) -> None:
+    model = ScriptedBackend([wrap(answer)])
+    results = episode(mcp_spec(rule), 0, [{"tool_name": "get", "arguments": {"id": 1}}], model)
+    assert (results[0].observation, results[0].fault) == (answer, None)
+    assert results[0].meta == {"fault_without_effect": rule.kind}
 
 
 def test_load_control_spec_yaml_json_and_located_errors(tmp_path: Path) -> None:

@@ -125,7 +125,8 @@ def test_what_a_fork_saw_is_never_replayed_to_the_parent_as_stale() -> None:
             assert (replayed.source, replayed.meta["stale_from_turn"]) == ("cache", 1)
         parent.step(SEARCHES[1])
         fresh = parent.step(SEARCHES[0])  # stale is due, but the parent never saw this call
-    assert fresh.source == "world_model" and fresh.meta["stale_from_turn"] is None
+    assert fresh.source == "world_model" and fresh.fault is None
+    assert fresh.meta["fault_without_effect"] == "stale"
 
 
 def test_fork_before_reset_is_an_error() -> None:

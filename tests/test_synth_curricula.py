@@ -71,11 +71,15 @@ def test_standard_controls_are_written_once_and_swept(tmp_path: Path) -> None:
     assert by_name["clean"][0].faults == {} and by_name["clean"][0].success_rate == 1.0
     # every call fails: B1 is never cancelled within the turn limit
     assert by_name["intermittent"][0].fault_turns == 5 and by_name["intermittent"][0].success_rate == 0.0
-    for name, kind in (("pagination", "pagination"), ("partial", "truncated"), ("stale", "stale")):
+    for name, kind in (("pagination", "pagination"), ("partial", "truncated")):
         row, episode = by_name[name]
         assert row.faults == {kind: 2}, name  # both reads, never the cancel
         assert [t.meta["fault"] for t in episode.trajectory.turns] == [kind, kind, None], name
         assert row.success_rate == 1.0, name
+    # the first read has no earlier answer to replay: the stale draw changes nothing and is not counted
+    row, episode = by_name["stale"]
+    assert (row.faults, row.faults_without_effect, row.success_rate) == ({"stale": 1}, {"stale": 1}, 1.0)
+    assert [t.meta["fault"] for t in episode.trajectory.turns] == [None, "stale", None]
     clean_list = by_name["clean"][1].trajectory.turns[0].observation
     assert clean_list.count("booking_id") == 6
     assert by_name["pagination"][1].trajectory.turns[0].observation.count("booking_id") == 2

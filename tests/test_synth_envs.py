@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,7 +58,7 @@ def test_tau_bench_seeds_become_world_folders_served_to_a_real_mcp_client(tmp_pa
     seeds = read_seeds([TAU], limit=3)
     backend = scripted()
     summary = run_factory(backend, tmp_path, seeds)
-    assert (summary.environments, summary.kept, summary.requests_sent) == (3, 3, 15)
+    assert (summary.environments, summary.generated, summary.requests_sent) == (3, 3, 15)
     assert len(backend.calls) == 15 and {
         read_inputs(c.messages[-1].content)[0] for c in backend.calls
     } == set(STAGES)
@@ -136,7 +137,7 @@ def test_an_answer_that_does_not_parse_is_a_recorded_rejection(
 ) -> None:
     seeds = read_seeds([TAU], limit=1) if stage == "tools" else read_seeds([TOOLS])  # a tools/list has tools
     summary = run_factory(scripted({stage: reply}), tmp_path, seeds)
-    assert (summary.kept, summary.rejected_by_stage, summary.rejected_by_reason) == (
+    assert (summary.generated, summary.rejected_by_stage, summary.rejected_by_reason) == (
         0,
         {stage: 1},
         {reason: 1},
@@ -150,7 +151,7 @@ def test_an_answer_that_does_not_parse_is_a_recorded_rejection(
 def test_a_bare_tools_list_seed_keeps_its_tools_and_sends_no_tools_request(tmp_path: Path) -> None:
     backend = scripted()
     summary = run_factory(backend, tmp_path, read_seeds([TOOLS]))
-    assert summary.kept == 1 and summary.requests_sent == 4
+    assert summary.generated == 1 and summary.requests_sent == 4
     assert "tools" not in {read_inputs(c.messages[-1].content)[0] for c in backend.calls}
     world = load_world(tmp_path / "env_00000")
     assert [t.model_dump() for t in world.tools] == json.loads(TOOLS.read_text())["tools"]
@@ -178,7 +179,7 @@ def test_concurrency_bounds_the_requests_in_flight(tmp_path: Path) -> None:
     seeds = [read_seeds([TOOLS])[0].model_copy(update={"id": f"s{i}"}) for i in range(6)]
     gauge = Gauge()
     summary = run_factory(gauge, tmp_path, seeds, concurrency=3)
-    assert summary.kept == 6 and gauge.calls == 24 and gauge.peak == 3
+    assert summary.generated == 6 and gauge.calls == 24 and gauge.peak == 3
 
 
 # -- SIGKILL and resume, through the CLI and a real OpenAI-compatible HTTP server -------------------
@@ -258,11 +259,11 @@ def test_sigkill_then_the_same_command_finishes_every_environment_once_without_r
     assert resent == [], "a request answered and journaled before the kill was sent again"
     assert len({key_of(m) for m in first + second}) == 24
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["environments"] == 6 and summary["kept"] == 6
+    assert summary["environments"] == summary["generated"] == 6
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [f"env_{i:05d}" for i in range(6)]
     assert all(load_world(out / f"env_{i:05d}").tasks for i in range(6))
     assert "sk-test" not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
-    assert "6 of 6 environments kept" in done.stdout
+    assert f"kept {summary['kept']} of 6 environments" in done.stdout
 
 
 def test_a_missing_seed_file_is_one_red_line(tmp_path: Path) -> None:
@@ -315,3 +316,23 @@ def test_synth_envs_with_a_world_model_runs_every_check_and_writes_the_report(tm
     # Two environments from one seed: the same scenario over the same tools, so one is a near-duplicate.
     assert report["summary"]["reasons"] == {"near_duplicate": 1} and report["summary"]["kept"] == 1
     assert (out / "report.html").is_file() and (out / "world_model_cache.jsonl").stat().st_size > 0
+
+
+def test_kept_means_after_every_check_in_the_output_the_summary_and_every_status(tmp_path: Path) -> None:
+    """Two environments from one seed: one is a near-duplicate, so 1 of 2 is kept, in every place that
+    says how many were kept (the old command printed "2 of 2 environments kept", then "kept 1 of 2")."""
+    out = tmp_path / "envs"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TOOLS), "--seeds", str(TOOLS),
+         "--out", str(out), "--generator-model", "synth-template", "--no-progress"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())["summary"]
+    summary = json.loads((out / "summary.json").read_text())
+    status = [json.loads((out / f"env_0000{i}" / "status.json").read_text()) for i in range(2)]
+    assert report["kept"] == summary["kept"] == sum(s["kept"] for s in status) == 1
+    assert summary["generated"] == 2 and summary["rejected_by_reason"] == {"near_duplicate": 1}
+    assert [s["generated"] for s in status] == [True, True]
+    assert [r["reason"] for r in status[1]["rejections"]] == ["near_duplicate"]
+    counts = re.findall(r"kept \d+ of \d+|\d+ of \d+ environments kept", done.stdout + done.stderr)
+    assert counts == ["kept 1 of 2"], done.stdout

@@ -90,6 +90,14 @@ class FaultInjector:
                                             fired=tuple(fired), fault=fault))
         return fault
 
+    def idle_rules(self) -> list[FaultRule]:
+        """The rules no call so far was eligible for: their ``tools`` were never called.
+
+        A sweep that reports 0 faults for such a rule has not shown the agent is robust to it, so
+        episodes say so instead (``no tool this fault applies to``).
+        """
+        return [rule for rule, count in zip(self.spec.faults, self._counts, strict=True) if count == 0]
+
 
 # -- rendering -------------------------------------------------------------------------------------
 
@@ -191,19 +199,24 @@ def truncate(text: str, fraction: float) -> tuple[str, dict[str, int]]:
 
 def transform(fault: InjectedFault, observation: str,
               cursor: Callable[[int], str]) -> tuple[str, dict[str, Any], list[str]]:
-    """Apply a pagination, truncation or (fresh) stale fault to a real result.
+    """Apply a pagination, truncation or stale fault to a real result.
 
     Returns ``(what the agent sees, details for the record, later pages)``; later page ``k`` (1-based)
-    is reached with ``cursor(k)``.
+    is reached with ``cursor(k)``. A fault that would change nothing — one page of a short answer,
+    a cut that keeps every item, a stale replay with no earlier answer to replay — returns the
+    observation itself, unchanged: it is then not an injected fault (the caller drops it).
     """
     if fault.kind == "pagination":
         pages = paginate(observation, int(fault.detail.get("page_size", 5)), cursor)
-        detail: dict[str, Any] = {"pages": len(pages), "next_cursor": cursor(1) if len(pages) > 1 else None}
-        return pages[0], detail, pages[1:]
+        if len(pages) == 1:
+            return observation, {}, []
+        return pages[0], {"pages": len(pages), "next_cursor": cursor(1)}, pages[1:]
     if fault.kind == "truncated":
         cut, detail = truncate(observation, float(fault.detail.get("keep_fraction", 0.5)))
+        if detail["kept"] == detail["of"]:
+            return observation, {}, []
         return cut, {"partial": True, **detail}, []
-    return observation, {"stale": True, "stale_from_turn": None}, []
+    return observation, {}, []
 
 
 # -- validation ------------------------------------------------------------------------------------

@@ -34,7 +34,15 @@ from agentworld.sim.history import (
     system_prompt,
 )
 from agentworld.sim.ledger import Ledger, NullLedger, make_ledger
-from agentworld.sim.types import InjectedFault, SessionState, Source, StepResult, TurnRecord, WorldSpec
+from agentworld.sim.types import (
+    FaultRule,
+    InjectedFault,
+    SessionState,
+    Source,
+    StepResult,
+    TurnRecord,
+    WorldSpec,
+)
 
 __all__ = ["ActionError", "Router", "Simulator"]
 
@@ -221,9 +229,14 @@ class Simulator:
                 return hashlib.sha256(f"{self._seed}:{turn}:{k}".encode()).hexdigest()[:12]
 
             shown, extra, later = controls.transform(fault, obs, cursor)
-            self._pages.update({(parsed.tool, cursor(k)): (page, k + 1) for k, page in enumerate(later, 1)})
-            fault = fault.model_copy(update={"detail": {**fault.detail, **extra}})
-            meta.update(extra)
+            if shown == obs:  # drawn, but it would change nothing the agent sees: not an injected fault
+                meta["fault_without_effect"] = fault.kind
+                fault = None
+            else:
+                stored = {(parsed.tool, cursor(k)): (page, k + 1) for k, page in enumerate(later, 1)}
+                self._pages.update(stored)
+                fault = fault.model_copy(update={"detail": {**fault.detail, **extra}})
+                meta.update(extra)
         return StepResult(observation=shown, source=source, turn=turn, fault=fault, repaired=repaired,
                           contradictions=contradictions, meta=meta, **calls.fields())
 
@@ -275,6 +288,10 @@ class Simulator:
         return SessionState(spec=self._spec, seed=self._seed, turn=len(self._history),
                             history=list(self._history), ledger=self._ledger.summary(),
                             faults=list(self._faults))
+
+    def idle_fault_rules(self) -> list[FaultRule]:
+        """The episode's fault rules that no call so far was eligible for (no tool they apply to)."""
+        return self._faults_in.idle_rules() if self._started else []
 
     @property
     def history(self) -> list[TurnRecord]:

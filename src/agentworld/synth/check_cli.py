@@ -16,7 +16,7 @@ from pydantic import Field
 from agentworld.cli_support import config_command
 from agentworld.endpoints import ModelEndpoint
 from agentworld.errors import AgentWorldError
-from agentworld.synth.report import CheckThresholds
+from agentworld.synth.report import CheckReport, CheckThresholds
 
 
 class SynthCheckConfig(ModelEndpoint, CheckThresholds):
@@ -53,12 +53,21 @@ def world_folders(paths: list[Path]) -> list[Path]:
 
 
 def _check(config: SynthCheckConfig, worlds: list[Path]) -> None:
-    check_worlds(config, world_folders(worlds))
+    report = check_worlds(config, world_folders(worlds))
+    reasons = ", ".join(f"{k} {v}" for k, v in report.reasons().items()) or "none"
+    typer.echo(f"kept {len(report.kept)} of {len(report.worlds)} worlds; rejected by reason: {reasons}"
+               f"{skipped_note(report)}")
+    typer.echo(f"report: {config.out / 'report.json'} and {config.out / 'report.html'}")
 
 
-def check_worlds(config: SynthCheckConfig, folders: list[Path]) -> None:
+def skipped_note(report: CheckReport) -> str:
+    """`` (not run without --model: ...)`` when the simulator checks were skipped, else empty."""
+    return f" (not run without --model: {', '.join(report.skipped)})" if report.skipped else ""
+
+
+def check_worlds(config: SynthCheckConfig, folders: list[Path]) -> CheckReport:
     """Run the checks over world folders and write the report (``synth check``, and ``synth envs`` after
-    generating)."""
+    generating); returns it."""
     import asyncio
 
     from agentworld.endpoints import build_backend
@@ -85,13 +94,9 @@ def check_worlds(config: SynthCheckConfig, folders: list[Path]) -> None:
             if close is not None:
                 await close()
 
-    report = asyncio.run(run())
-    json_path, html_path = write_report(report, config.out)
-    reasons = ", ".join(f"{k} {v}" for k, v in report.reasons().items()) or "none"
-    skipped = f" (not run without --model: {', '.join(report.skipped)})" if report.skipped else ""
-    typer.echo(f"kept {len(report.kept)} of {len(report.worlds)} worlds; rejected by reason: {reasons}"
-               f"{skipped}")
-    typer.echo(f"report: {json_path} and {html_path}")
+    report: CheckReport = asyncio.run(run())
+    write_report(report, config.out)
+    return report
 
 
 def register(app: typer.Typer) -> None:

@@ -24,7 +24,8 @@ def _envs(config: SynthEnvsConfig) -> None:
     from agentworld.cli_support import StageProgress
     from agentworld.endpoints import build_backend
     from agentworld.synth import template  # noqa: F401  (registers the offline generator)
-    from agentworld.synth.envs import Factory
+    from agentworld.synth.check_cli import SynthCheckConfig, check_worlds, skipped_note
+    from agentworld.synth.envs import Factory, env_name, record_verdicts
     from agentworld.synth.seeds import read_seeds
     from agentworld.synth.stages import STAGES
 
@@ -44,16 +45,19 @@ def _envs(config: SynthEnvsConfig) -> None:
         step = advance_plain if plain else advance
         factory = Factory(backend, config.out, model=config.generator_model, concurrency=config.concurrency,
                           max_tokens=config.max_tokens, advance=step, controls=config.controls)
-        summary = asyncio.run(factory.run(seeds))
-    typer.echo(f"{summary.kept} of {summary.environments} environments kept in {config.out} "
-               f"({summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")
-    worlds = sorted(p.parent for p in config.out.glob("*/world.json"))
-    if worlds:  # every check over every world, near-duplicates included; world-model answers journaled
-        from agentworld.synth.check_cli import SynthCheckConfig, check_worlds
-
-        fields = set(SynthCheckConfig.model_fields) & set(SynthEnvsConfig.model_fields) - {"out"}
-        check_worlds(SynthCheckConfig(out=config.out, cache=config.out / "world_model_cache.jsonl",
-                                      **{k: getattr(config, k) for k in fields}), worlds)
+        generation = asyncio.run(factory.run(seeds))
+    folders = [config.out / env_name(i) for i in range(len(seeds))]
+    worlds = [folder for folder in folders if (folder / "world.json").is_file()]
+    fields = set(SynthCheckConfig.model_fields) & set(SynthEnvsConfig.model_fields) - {"out"}
+    # every check over every world, near-duplicates included; world-model answers journaled
+    report = check_worlds(SynthCheckConfig(out=config.out, cache=config.out / "world_model_cache.jsonl",
+                                           **{k: getattr(config, k) for k in fields}), worlds)
+    summary = record_verdicts(config.out, generation, report)
+    reasons = ", ".join(f"{k} {v}" for k, v in summary.rejected_by_reason.items()) or "none"
+    typer.echo(f"kept {summary.kept} of {summary.environments} environments in {config.out} "
+               f"({summary.generated} generated; rejected by reason: {reasons}{skipped_note(report)}; "
+               f"{summary.requests_sent} generator requests sent, {summary.requests_cached} from the cache)")
+    typer.echo(f"report: {config.out / 'report.json'} and {config.out / 'report.html'}")
 
 
 config_command(app, SynthEnvsConfig, _envs, name="envs", help="Generate environments from seeds in stages "

@@ -3,15 +3,17 @@
 Layout of ``OUT``::
 
     OUT/generator_cache.jsonl           every generator answer, journaled before use (resume after SIGKILL)
-    OUT/summary.json                    environments kept and rejected, per stage and reason; requests
+    OUT/summary.json                    environments generated and kept, rejected per stage and reason
     OUT/<env>/stages/01_scenario.json   each stage's typed, versioned output (or stages/rejected.json)
     OUT/<env>/world.json, tasks.jsonl   the world folder (served by ``serve mcp --world OUT/<env>``)
-    OUT/<env>/status.json               kept, or the rejections of the checks
+    OUT/<env>/status.json               generated, kept, and the rejections of the stages and checks
 
 A stage file of the current version is reused; a request answered before a crash is answered again
 from the cache; so a rerun of the same command sends no completed request twice and finishes every
-environment once. The quality checks (:mod:`agentworld.synth.checks`, ``run_checks(world_dir)``) run on
-each finished world folder when that module is installed.
+environment once. :class:`Factory` only *generates*; an environment is *kept* once every world check
+has passed (:mod:`agentworld.synth.checks`, near-duplicates across folders included), so one word
+means one thing in the progress line, ``summary.json``, ``status.json`` and ``report.json``:
+:func:`record_verdicts` writes the checks' verdicts into the first three.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import asyncio
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,6 +33,7 @@ from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.schema import Message
 from agentworld.synth.curricula import standard_controls
+from agentworld.synth.report import CheckReport
 from agentworld.synth.seeds import Seed
 from agentworld.synth.stages import (
     STAGE_VERSIONS,
@@ -47,17 +51,25 @@ from agentworld.synth.world import InitialState, Provenance, Scenario, Task, Wor
 
 class EnvOutcome(NamedTuple):
     name: str
-    kept: bool
+    generated: bool
     rejections: list[dict[str, Any]]
 
 
-class Summary(BaseModel):
+class Generation(BaseModel):
+    """What :meth:`Factory.run` made: environments through every stage, the rest rejected by a stage."""
+
     environments: int
-    kept: int
+    generated: int
     rejected_by_stage: dict[str, int]
     rejected_by_reason: dict[str, int]
     requests_sent: int
     requests_cached: int
+
+
+class Summary(Generation):
+    """``summary.json``: the generation plus the world checks; ``kept`` passed every stage and check."""
+
+    kept: int
 
 
 def env_name(index: int) -> str:
@@ -89,27 +101,21 @@ class Factory:
         self.cache = ResponseCache(out / "generator_cache.jsonl")
         self.advance = advance or (lambda stage: None)
 
-    async def run(self, seeds: list[Seed]) -> Summary:
+    async def run(self, seeds: list[Seed]) -> Generation:
+        """Generate one environment per seed; the checks that decide what is kept come after."""
         try:
             outcomes = await asyncio.gather(*(self.environment(env_name(i), s) for i, s in enumerate(seeds)))
         finally:
             self.cache.close()
-        stages: Counter[str] = Counter()
-        reasons: Counter[str] = Counter()
-        for outcome in outcomes:
-            for rejection in outcome.rejections:
-                stages[str(rejection.get("stage", "checks"))] += 1
-                reasons[str(rejection.get("reason", "unknown"))] += 1
-        summary = Summary(
+        stages, reasons = _tally(r for o in outcomes for r in o.rejections)
+        return Generation(
             environments=len(outcomes),
-            kept=sum(o.kept for o in outcomes),
-            rejected_by_stage=dict(stages),
-            rejected_by_reason=dict(reasons),
+            generated=sum(o.generated for o in outcomes),
+            rejected_by_stage=stages,
+            rejected_by_reason=reasons,
             requests_sent=self.cache.misses,
             requests_cached=self.cache.hits,
         )
-        _write_json(self.out / "summary.json", summary.model_dump())
-        return summary
 
     async def environment(self, name: str, seed: Seed) -> EnvOutcome:
         root = self.out / name
@@ -118,7 +124,9 @@ class Factory:
         if done is not None and done.get("seed") == seed.id:
             for stage in STAGES:
                 self.advance(stage)
-            return EnvOutcome(name, bool(done.get("kept")), list(done.get("rejections", [])))
+            generated = bool(done.get("generated", done.get("kept")))
+            stage_rejections = [r for r in done.get("rejections", []) if r.get("stage") in STAGES]
+            return EnvOutcome(name, generated, stage_rejections)
         outputs: dict[str, Any] = {}
         digest = seed.model_dump(exclude={"tools"})
         for number, stage in enumerate(STAGES, 1):
@@ -142,14 +150,14 @@ class Factory:
         if self.controls:
             world = world.model_copy(update={"controls": standard_controls(world)})
         save_world(world, root)
-        rejections = await asyncio.to_thread(_checks, root)
-        return self._finish(root, name, seed.id, not rejections, rejections)
+        return self._finish(root, name, seed.id, True, [])
 
     def _finish(
-        self, root: Path, name: str, seed: str, kept: bool, rejections: list[dict[str, Any]]
+        self, root: Path, name: str, seed: str, generated: bool, rejections: list[dict[str, Any]]
     ) -> EnvOutcome:
-        _write_json(root / "status.json", {"seed": seed, "kept": kept, "rejections": rejections})
-        return EnvOutcome(name, kept, rejections)
+        _write_json(root / "status.json", {"seed": seed, "generated": generated, "kept": False,
+                                           "rejections": rejections})
+        return EnvOutcome(name, generated, rejections)
 
     @staticmethod
     def _inputs(stage: str, digest: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
@@ -221,22 +229,37 @@ class Factory:
         )
 
 
-def _checks(root: Path) -> list[dict[str, Any]]:
-    """The static quality checks' rejections of a world folder (the simulator's need a world model:
-    ``agentworld synth check OUT --model ...``, which also removes near-duplicates across folders)."""
-    from agentworld.synth.checks import check_world
+def _tally(rejections: Iterable[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
+    stages: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for rejection in rejections:
+        stages[str(rejection.get("stage", "checks"))] += 1
+        reasons[str(rejection.get("reason", "unknown"))] += 1
+    return dict(stages), dict(reasons)
 
-    verdict = check_world(root)
-    return [{"stage": verdict.stage, **r.model_dump(mode="json")} for r in verdict.rejections]
 
+def record_verdicts(out: Path, generation: Generation, report: CheckReport) -> Summary:
+    """Write the world checks' verdicts into each ``status.json`` and ``summary.json``; the summary.
 
-def _as_dict(rejection: Any) -> dict[str, Any]:
-    if isinstance(rejection, BaseModel):
-        return rejection.model_dump(mode="json")
-    if hasattr(rejection, "_asdict"):
-        return dict(rejection._asdict())
-    if hasattr(rejection, "__dataclass_fields__"):
-        import dataclasses
-
-        return dataclasses.asdict(rejection)
-    return {"stage": "checks", "reason": str(rejection)}
+    ``kept`` is then the same number everywhere: environments whose world passed every stage and every
+    check (``report.json``'s ``kept``); a world the checks reject carries their reasons beside the stages'.
+    """
+    check_rejections: list[dict[str, Any]] = []
+    for verdict in report.worlds:
+        status_path = Path(verdict.path) / "status.json"
+        status = json.loads(status_path.read_text("utf-8")) if status_path.exists() else {}
+        stage = verdict.stage or "checks"
+        found = [{"stage": stage, **r.model_dump(mode="json")} for r in verdict.rejections]
+        check_rejections += found
+        earlier = [r for r in status.get("rejections", []) if r.get("stage") in STAGES]
+        _write_json(status_path, {**status, "generated": True, "kept": verdict.kept,
+                                  "rejections": earlier + found})
+    stages, reasons = _tally(check_rejections)
+    summary = Summary(
+        **generation.model_dump(exclude={"rejected_by_stage", "rejected_by_reason"}),
+        kept=len(report.kept),
+        rejected_by_stage=dict(Counter(generation.rejected_by_stage) + Counter(stages)),
+        rejected_by_reason=dict(Counter(generation.rejected_by_reason) + Counter(reasons)),
+    )
+    _write_json(out / "summary.json", summary.model_dump())
+    return summary

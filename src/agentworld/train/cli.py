@@ -31,6 +31,10 @@ class RecipeOptions(BaseModel):
     output_dir: Path | None = Field(None, description="Override output_dir of the config.")
     resume: bool | None = Field(None, description="Override resume: continue from the last checkpoint.",
                                 json_schema_extra=cli_flags("--resume/--no-resume"))
+    model: str | None = Field(None, description="Override model of the config (a hub id or a model folder).")
+    dry_run: bool = Field(False, description="Check the config and stop: every path exists, the model folder "
+                          "is a model, the data reads and yields samples; prints what the run would use, "
+                          "writes nothing.")
 
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
@@ -102,37 +106,54 @@ def _report(result: Any) -> None:
 C = TypeVar("C", bound=BaseModel)
 
 
-def _with_output_dir(config: C, output_dir: Path | None) -> C:
-    return config if output_dir is None else config.model_copy(update={"output_dir": output_dir})
+def _overridden(config: C, options: RecipeOptions) -> C:
+    """``config`` with the command line's ``--output-dir``/``--model`` (relative to the working directory)."""
+    pairs = (("output_dir", options.output_dir), ("model", options.model))
+    update = {k: v for k, v in pairs if v is not None}
+    return config.model_copy(update=update) if update else config
 
 
 def _cpt(options: RecipeOptions) -> None:
     from agentworld.train.config import CPTConfig
     from agentworld.train.cpt import run_cpt
 
-    cfg = CPTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume)
-    _report(run_cpt(_with_output_dir(cfg, options.output_dir)))
+    cfg = _overridden(CPTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume),
+                      options)
+    if not _dry_run(options, cfg):
+        _report(run_cpt(cfg))
 
 
 def _sft(options: RecipeOptions) -> None:
     from agentworld.train.config import SFTConfig
     from agentworld.train.sft import run_sft
 
-    cfg = SFTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume)
-    _report(run_sft(_with_output_dir(cfg, options.output_dir)))
+    cfg = _overridden(SFTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume),
+                      options)
+    if not _dry_run(options, cfg):
+        _report(run_sft(cfg))
 
 
 def _rl(options: RecipeOptions) -> None:
     from rich.console import Console
 
-    from agentworld.configfile import load_config_file
     from agentworld.train.rl import RLConfig, run_rl
 
-    config = load_config_file(RLConfig, options.config, max_steps=options.max_steps,
-                              output_dir=options.output_dir)
+    config = _overridden(RLConfig.load(options.config, max_steps=options.max_steps), options)
+    if _dry_run(options, config):
+        return
     result = run_rl(config)
     Console().print_json(data={"output_dir": str(result.output_dir), "steps": result.steps,
                                "rewards": list(result.rewards)})
+
+
+def _dry_run(options: RecipeOptions, config: Any) -> bool:
+    """With ``--dry-run``: check ``config``, print what the run would use, and say so (True)."""
+    if not options.dry_run:
+        return False
+    from agentworld.train.dryrun import dry_run
+
+    _report(dry_run(config))
+    return True
 
 
 def _rollout(options: RolloutOptions) -> None:

@@ -67,9 +67,8 @@ class TrainCommon(BaseModel):
     def relative_to(self: C, base: Path) -> C:
         """A copy whose relative paths (output, data, corpora) are taken from ``base``."""
         update: dict[str, Any] = {"output_dir": base / self.output_dir}
-        model = Path(self.model)
-        if model.parts and model.parts[0] in (".", "..") and not model.is_absolute():
-            update["model"] = str(base / model)
+        if self.model.startswith(("./", "../")):  # Path("./m").parts drops the "."
+            update["model"] = str(base / self.model)
         for name in ("data",):
             if hasattr(self, name):
                 update[name] = [i.model_copy(update={"path": base / i.path}) for i in getattr(self, name)]

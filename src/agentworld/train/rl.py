@@ -26,7 +26,7 @@ RewardMode = Literal["hybrid", "separate", "rubric", "rule"]
 
 
 class RLConfig(BaseModel):
-    """Settings of one GSPO run (self-contained until ``train/config.py`` provides a shared base).
+    """Settings of one GSPO run; in a config file (:meth:`load`), relative paths are relative to it.
 
     Attributes:
         model: model name or local path (Hugging Face format).
@@ -68,6 +68,22 @@ class RLConfig(BaseModel):
     save_final: bool = True
     seed: int = 0
     use_cpu: bool | None = None
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> RLConfig:
+        """Read a YAML/JSON config (``overrides`` win); relative paths are relative to the file, as in
+        every other config (``model`` only when it starts with ``./`` or ``../``: else it is a hub id)."""
+        from agentworld.configfile import load_config_file
+
+        path = Path(path)
+        config = load_config_file(cls, path, **overrides)
+        base = path.parent
+        update: dict[str, Any] = {"output_dir": base / config.output_dir}
+        if config.data is not None:
+            update["data"] = base / config.data
+        if config.model.startswith(("./", "../")):
+            update["model"] = str(base / config.model)
+        return config.model_copy(update=update)
 
 
 class RLResult(BaseModel):

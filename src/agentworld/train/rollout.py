@@ -36,7 +36,8 @@ from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import FaultKind, FaultRule, SessionState, WorldSpec
 
-__all__ = ["AGENT_PROMPT", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "parse_agent_action",
+__all__ = ["AGENT_PROMPT", "NO_TOOL", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "fault_notes",
+           "parse_agent_action",
            "run_rollouts", "trajectory_rows", "trl_dataset_rows", "trl_environment", "write_episodes"]
 
 TaskReward = Callable[[SessionState], float]
@@ -153,6 +154,17 @@ def _agent_error() -> dict[str, Any]:
     return {"source": "agent_error", "fault": None, "is_error": True}
 
 
+NO_TOOL = "no tool this fault applies to"
+"""The note of a fault rule whose tools the episode never called: its 0 faults measure nothing."""
+
+
+def fault_notes(idle: Iterable[FaultRule]) -> list[str]:
+    """One note per fault rule no call of the episode was eligible for, e.g.
+    ``stale: no tool this fault applies to was called (get_booking, list_bookings)``."""
+    return [f"{rule.kind}: {NO_TOOL} was called ({', '.join(rule.tools)})" if rule.tools
+            else f"{rule.kind}: no call was made" for rule in idle]
+
+
 async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec: WorldSpec, *, index: int,
                        seed: int, fault_rate: float, max_turns: int, task: str = "",
                        task_reward: TaskReward | None = None, agent_model: str = "",
@@ -193,7 +205,8 @@ async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec
                     step = episode.record(result)
                     kind = result.fault.kind if result.fault else None
                     meta = {"source": result.source, "fault": kind, "is_error": result.is_error,
-                            "sim_turn": result.turn, "output_truncated": step.output_truncated}
+                            "sim_turn": result.turn, "output_truncated": step.output_truncated,
+                            "fault_without_effect": result.meta.get("fault_without_effect")}
             turns.append(Turn(action=reply, observation=step.observation,
                               meta={**meta, "reward": step.reward}))
             messages.append(Message(role="user", content=step.observation))
@@ -205,7 +218,8 @@ async def arun_episode(agent: ChatBackend, world_model: ChatBackend | None, spec
                                 system_prompt=messages[0].content, turns=tuple(turns),
                                 meta={"episode": index, "seed": seed, "fault_rate": fault_rate,
                                       "reward": reward, "done": done, "truncated": episode.truncated,
-                                      "facts": list(spec.controls.facts)})
+                                      "facts": list(spec.controls.facts),
+                                      "fault_notes": fault_notes(sim.idle_fault_rules())})
         return Episode(index=index, seed=seed, fault_rate=fault_rate, trajectory=trajectory, prompts=prompts,
                        completions=completions, reward=reward, done=done, truncated=episode.truncated)
     finally:

@@ -11,6 +11,7 @@ the world model are separate endpoints with separate keys (``--agent-api-key``,
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -119,4 +120,7 @@ def _write(out: Path, done: list[Episode], *, quiet: bool = False) -> None:
         return
     mean = sum(e.reward for e in done) / len(done)
     faults = sum(t.meta.get("fault") is not None for e in done for t in e.trajectory.turns)
-    typer.echo(json.dumps({"episodes": len(done), "mean_reward": mean, "faults": faults, "out": str(out)}))
+    notes = Counter(note for e in done for note in e.trajectory.meta.get("fault_notes", []))
+    noted = {"fault_notes": dict(sorted(notes.items()))} if notes else {}
+    typer.echo(json.dumps({"episodes": len(done), "mean_reward": mean, "faults": faults, **noted,
+                           "out": str(out)}))

@@ -67,6 +67,12 @@ class SweepResult(BaseModel):
     """Injected faults by kind, over all episodes."""
     fault_turns: int = 0
     """Turns that carried an injected fault."""
+    faults_without_effect: dict[str, int] = Field(default_factory=dict)
+    """Faults drawn on a call where they would have changed nothing (one page, a fresh stale read), by
+    kind: not injected, so not in ``faults``."""
+    fault_notes: dict[str, int] = Field(default_factory=dict)
+    """Episodes per note, e.g. ``stale: no tool this fault applies to was called (get_booking)``: that
+    fault could not fire in them, so its 0 says nothing about the agent."""
 
 
 def _calls(state: SessionState) -> list[tuple[str, dict[str, Any], str]]:
@@ -136,13 +142,17 @@ def summarize(name: str, episodes: Sequence[Episode]) -> SweepResult:
     checked = [e.trajectory.meta["success"] for e in episodes if e.trajectory.meta.get("success") is not None]
     faults = Counter(str(t.meta["fault"]) for e in episodes for t in e.trajectory.turns
                      if t.meta.get("fault"))
+    idle = Counter(str(t.meta["fault_without_effect"]) for e in episodes for t in e.trajectory.turns
+                   if t.meta.get("fault_without_effect"))
+    notes = Counter(note for e in episodes for note in e.trajectory.meta.get("fault_notes", []))
     return SweepResult(
         controls=name, episodes=n,
         success_rate=sum(bool(s) for s in checked) / len(checked) if checked else None,
         mean_reward=sum(e.reward for e in episodes) / n if n else 0.0,
         mean_turns=sum(len(e.trajectory.turns) for e in episodes) / n if n else 0.0,
         done_rate=sum(e.done for e in episodes) / n if n else 0.0,
-        faults=dict(sorted(faults.items())), fault_turns=sum(faults.values()))
+        faults=dict(sorted(faults.items())), fault_turns=sum(faults.values()),
+        faults_without_effect=dict(sorted(idle.items())), fault_notes=dict(sorted(notes.items())))
 
 
 async def _episode(agent: ChatBackend, world_model: ChatBackend | None, spec: WorldSpec, task: SweepTask,
