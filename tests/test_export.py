@@ -95,10 +95,12 @@ def test_llama_factory_sharegpt_and_dataset_info(tmp_path: Path) -> None:
                                          {"from": "gpt", "value": "hello"}],
                        "system": SYSTEM}
     info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
-    assert info == {"world": {
-        "file_name": "world.jsonl", "formatting": "sharegpt",
-        "columns": {"messages": "conversations", "system": "system"},
-        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt"}}}
+    entry = {"formatting": "sharegpt", "columns": {"messages": "conversations", "system": "system"},
+             "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human",
+                      "assistant_tag": "gpt"}}
+    assert info == {"world": {"file_name": "world.jsonl", **entry},
+                    "world_eval": {"file_name": "world_eval.jsonl", **entry}}
+    assert (tmp_path / "lf" / "world_eval.jsonl").read_text() == ""  # nothing split off: an empty eval side
 
 
 def test_llama_factory_openai_style_merges_dataset_info(tmp_path: Path) -> None:
@@ -108,7 +110,7 @@ def test_llama_factory_openai_style_merges_dataset_info(tmp_path: Path) -> None:
     assert row == {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "ls"},
                                 {"role": "assistant", "content": "a.txt b.txt"}]}
     info = json.loads((tmp_path / "dataset_info.json").read_text())
-    assert set(info) == {"other", "wm"}
+    assert set(info) == {"other", "wm", "wm_eval"} and info["wm_eval"]["file_name"] == "w_eval.jsonl"
     assert info["wm"]["columns"] == {"messages": "messages"}
     assert info["wm"]["tags"]["role_tag"] == "role" and info["wm"]["tags"]["assistant_tag"] == "assistant"
 
@@ -137,10 +139,12 @@ def test_hf_datasets_save_to_disk(tmp_path: Path) -> None:
     out.mkdir()
     (out / "stale.txt").write_text("replaced whole")
     report = export(iter(_samples()), "hf-datasets", out, keep_masked=True)
-    ds = datasets.load_from_disk(str(out))
+    ds = datasets.load_from_disk(str(out))["train"]
     assert report.rows == len(ds) == 4 and not (out / "stale.txt").exists()
     assert ds[0]["completion"] == [{"role": "assistant", "content": "a.txt b.txt"}]
     assert ds["loss"] == [True, True, False, True]
+    test = datasets.load_from_disk(str(out))["test"]  # nothing split off: empty, with the same columns
+    assert len(test) == 0 and test.features == ds.features
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]  # no scratch left behind
 
 
@@ -197,13 +201,15 @@ def test_failed_export_leaves_old_file(tmp_path: Path) -> None:
         yield _samples()[0]
         raise RuntimeError("boom")
 
+    (tmp_path / "t_eval.jsonl").write_text("old eval\n")
     with pytest.raises(RuntimeError, match="boom"):
         export(broken(), "trl", out)
-    assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+    assert out.read_text() == "old\n" and (tmp_path / "t_eval.jsonl").read_text() == "old eval\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "t_eval.jsonl"]
 
 
 def test_unknown_format_and_options(tmp_path: Path) -> None:
-    assert set(FORMATS) == {"trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench"}
+    assert set(FORMATS) == {"trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples"}
     with pytest.raises(ValueError, match="unknown export format"):
         export([], "alpaca", tmp_path / "x")
     with pytest.raises(ValueError, match="unknown export option"):
@@ -223,7 +229,8 @@ def test_cli_export(tmp_path: Path) -> None:
     result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "ms-swift",
                                      "--out", str(tmp_path / "o.jsonl"), "--keep-masked"])
     assert result.exit_code == 0, result.output
-    assert "4 samples → 4 rows" in result.output and len(_rows(tmp_path / "o.jsonl")) == 4
+    assert "4 samples (0 eval) → 4 train + 0 eval rows" in result.output
+    assert len(_rows(tmp_path / "o.jsonl")) == 4
     result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "llama-factory", "--style",
                                      "openai", "--out", str(tmp_path / "lf" / "w.jsonl")])
     assert result.exit_code == 0, result.output
