@@ -246,3 +246,29 @@ def test_a_shard_runs_the_pipeline_without_patching_it(tmp_path: Path,
     par = _config([{"path": str(corpus_path("terminal"))}], tmp_path / "par" / "out.jsonl")
     scale.execute(par, scale.inline_runner, shards=4, min_shard_bytes=SMALL, quiet=True)
     assert seen and all(seen)
+
+
+def test_split_sides_identical_across_shards(tmp_path: Path) -> None:
+    split = {"split": {"eval_fraction": 0.3, "key": "trajectory_id"}}
+    out_a, out_b, a, b = _both(tmp_path, [{"path": str(corpus_path("terminal"))}], "trl", **split)
+    assert out_a == out_b and a.output["rows"] and a.output["eval_rows"]
+    assert _comparable(a) == _comparable(b)
+
+
+def test_trajectory_on_both_sides_across_shards_is_refused_as_in_one_process(tmp_path: Path) -> None:
+    """One trajectory id in two files (two shards) whose tasks fall on different sides of the split."""
+    def record(task: str) -> dict[str, Any]:
+        return {"id": "dup", "task": task, "system": "s", "turns": [{"action": "ls", "observation": task}]}
+
+    # with seed 0, task z falls on the eval side and task y on the train side
+    files = [_write_rows(tmp_path / f"{task}.jsonl", [record(task)]) for task in ("z", "y")]
+    inputs = [{"path": str(f), "format": "generic"} for f in files]
+    split = {"split": {"eval_fraction": 0.5, "key": "task"}}
+    errors = []
+    for run in (lambda c: run_pipeline(c, progress=False),
+                lambda c: scale.execute(c, scale.inline_runner, shards=4, min_shard_bytes=1, quiet=True)):
+        with pytest.raises(DataError, match="'dup' has samples on both sides") as err:
+            run(_config(inputs, tmp_path / "out" / "train.jsonl", "trl", **split))
+        errors.append((err.value.message, err.value.sample_id))
+    assert errors[0] == errors[1] and errors[0][1] == "dup-t1"
+    assert not (tmp_path / "out" / "train.jsonl").exists()
