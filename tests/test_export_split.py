@@ -170,3 +170,17 @@ def test_each_export_keeps_the_split_for_its_consumer(base: Any, fmt: str) -> No
         assert (output["rows"], output["eval_rows"]) == (kept["train"], kept["eval"])
     counts = re.search(r"wrote (\d+) train (?:rows to \S+ and|and) (\d+) (?:eval|test) rows", printed)
     assert counts is not None and (int(counts[1]), int(counts[2])) == (output["rows"], output["eval_rows"])
+
+
+def test_sft_recipe_on_the_pipeline_config_trains_on_its_train_side_only(base: Any) -> None:
+    """``train sft --pipeline`` holds out exactly the samples ``data process`` wrote to the eval file."""
+    from agentworld.train.config import SFTConfig
+    from agentworld.train.sft import build_rows
+
+    tmp, _, by_key = base
+    config = SFTConfig(model="m", output_dir=tmp / "run", pipeline=tmp / "samples.yaml", variants_per_sample=1)
+    train_rows, eval_rows = build_rows(config)
+    kept = {side: {r["id"] for r in by_key.values() if r["split"] == side and r["mask"]["keep"]}
+            for side in ("train", "eval")}
+    assert {r["sample_id"] for r in eval_rows} == kept["eval"] and kept["eval"]
+    assert {r["sample_id"] for r in train_rows} == kept["train"]
