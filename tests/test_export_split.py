@@ -178,7 +178,8 @@ def test_sft_recipe_on_the_pipeline_config_trains_on_its_train_side_only(base: A
     from agentworld.train.sft import build_rows
 
     tmp, _, by_key = base
-    config = SFTConfig(model="m", output_dir=tmp / "run", pipeline=tmp / "samples.yaml", variants_per_sample=1)
+    config = SFTConfig(model="m", output_dir=tmp / "run", pipeline=tmp / "samples.yaml",
+                       variants_per_sample=1)
     train_rows, eval_rows = build_rows(config)
     kept = {side: {r["id"] for r in by_key.values() if r["split"] == side and r["mask"]["keep"]}
             for side in ("train", "eval")}
