@@ -84,8 +84,9 @@ class ExportOptions(_Options):
                                    "downloaded); rows become pre-tokenized input_ids + labels.")
     keep_masked: bool = Field(False, description="Keep masked-out samples, flagged so they train nothing.")
     style: Literal["sharegpt", "openai"] = Field("sharegpt", description="llama-factory: message style.")
-    dataset_name: str | None = Field(None, description="llama-factory: the entry in dataset_info.json "
-                                     "(default: the file's stem).")
+    dataset_name: str | None = Field(None, description="llama-factory: the train side's entry in "
+                                     "dataset_info.json (default: the file's stem); the eval side's is "
+                                     "NAME_eval.")
     assistant_masks: bool = Field(False, description="trl with --tokenizer: also write assistant_masks.")
 
 

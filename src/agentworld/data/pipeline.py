@@ -3,9 +3,10 @@
 A :class:`PipelineConfig` (YAML or JSON) names the inputs, the ordered steps with their options,
 the mask and split settings and the output. :func:`run_pipeline` pulls samples through the chain
 one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample),
-writes the output through :func:`agentworld.data.export.export` (or, for the ``samples`` format,
-TrainSample JSONL itself), and writes ``stats.json`` beside it. Both files are replaced
-atomically, so a rerun overwrites cleanly and a crash leaves the previous run's files.
+writes the output through :func:`agentworld.data.export.export` (the ``samples`` format is
+TrainSample JSONL itself): the train side to ``output.path``, the eval side beside it
+(``output.eval_path``, default ``eval.jsonl`` for ``train.jsonl``), and ``stats.json``. Every file is
+replaced atomically, so a rerun overwrites cleanly and a crash leaves the previous run's files.
 
 Example config::
 
@@ -16,7 +17,7 @@ Example config::
             expand, dedup, mask, split]
     mask: {keep_ratios: {retrieval: 0.5}}
     split: {eval_fraction: 0.1, key: source}
-    output: {format: trl, path: out/train.jsonl}
+    output: {format: trl, path: out/train.jsonl}     # and out/eval.jsonl
 """
 
 from __future__ import annotations
