@@ -2,7 +2,8 @@
 
 A :class:`PipelineConfig` (YAML or JSON) names the inputs, the ordered steps with their options,
 the mask and split settings and the output. :func:`run_pipeline` pulls samples through the chain
-one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample),
+one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample and
+the export's side of each trajectory id, which keeps a trajectory off both sides of the split),
 writes the output through :func:`agentworld.data.export.export` (the ``samples`` format is
 TrainSample JSONL itself): the train side to ``output.path``, the eval side beside it
 (``output.eval_path``, default ``eval.jsonl`` for ``train.jsonl``), and ``stats.json``. Every file is
