@@ -161,7 +161,8 @@ def main() -> int:
         start = time.perf_counter()
         run_parallel(config(small, root / "par" / "out.jsonl"), args.processes, quiet=True)
         many = turns / (time.perf_counter() - start)
-        identical = (root / "seq" / "out.jsonl").read_bytes() == (root / "par" / "out.jsonl").read_bytes()
+        identical = all((root / "seq" / name).read_bytes() == (root / "par" / name).read_bytes()
+                        for name in ("out.jsonl", "out_eval.jsonl"))  # both sides of the split
 
         rss1, _ = peak_rss_mb(small, root / "m1" / "out.jsonl")
         rss10, t10 = peak_rss_mb(big, root / "m10" / "out.jsonl")

@@ -95,10 +95,12 @@ def test_llama_factory_sharegpt_and_dataset_info(tmp_path: Path) -> None:
                                          {"from": "gpt", "value": "hello"}],
                        "system": SYSTEM}
     info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
-    assert info == {"world": {
-        "file_name": "world.jsonl", "formatting": "sharegpt",
-        "columns": {"messages": "conversations", "system": "system"},
-        "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human", "assistant_tag": "gpt"}}}
+    entry = {"formatting": "sharegpt", "columns": {"messages": "conversations", "system": "system"},
+             "tags": {"role_tag": "from", "content_tag": "value", "user_tag": "human",
+                      "assistant_tag": "gpt"}}
+    assert info == {"world": {"file_name": "world.jsonl", **entry},
+                    "world_eval": {"file_name": "world_eval.jsonl", **entry}}
+    assert (tmp_path / "lf" / "world_eval.jsonl").read_text() == ""  # nothing split off: an empty eval side
 
 
 def test_llama_factory_openai_style_merges_dataset_info(tmp_path: Path) -> None:
@@ -108,7 +110,7 @@ def test_llama_factory_openai_style_merges_dataset_info(tmp_path: Path) -> None:
     assert row == {"messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "ls"},
                                 {"role": "assistant", "content": "a.txt b.txt"}]}
     info = json.loads((tmp_path / "dataset_info.json").read_text())
-    assert set(info) == {"other", "wm"}
+    assert set(info) == {"other", "wm", "wm_eval"} and info["wm_eval"]["file_name"] == "w_eval.jsonl"
     assert info["wm"]["columns"] == {"messages": "messages"}
     assert info["wm"]["tags"]["role_tag"] == "role" and info["wm"]["tags"]["assistant_tag"] == "assistant"
 
@@ -137,10 +139,12 @@ def test_hf_datasets_save_to_disk(tmp_path: Path) -> None:
     out.mkdir()
     (out / "stale.txt").write_text("replaced whole")
     report = export(iter(_samples()), "hf-datasets", out, keep_masked=True)
-    ds = datasets.load_from_disk(str(out))
+    ds = datasets.load_from_disk(str(out))["train"]
     assert report.rows == len(ds) == 4 and not (out / "stale.txt").exists()
     assert ds[0]["completion"] == [{"role": "assistant", "content": "a.txt b.txt"}]
     assert ds["loss"] == [True, True, False, True]
+    test = datasets.load_from_disk(str(out))["test"]  # nothing split off: empty, with the same columns
+    assert len(test) == 0 and test.features == ds.features
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]  # no scratch left behind
 
 
@@ -197,13 +201,15 @@ def test_failed_export_leaves_old_file(tmp_path: Path) -> None:
         yield _samples()[0]
         raise RuntimeError("boom")
 
+    (tmp_path / "t_eval.jsonl").write_text("old eval\n")
     with pytest.raises(RuntimeError, match="boom"):
         export(broken(), "trl", out)
-    assert out.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+    assert out.read_text() == "old\n" and (tmp_path / "t_eval.jsonl").read_text() == "old eval\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl", "t_eval.jsonl"]
 
 
 def test_unknown_format_and_options(tmp_path: Path) -> None:
-    assert set(FORMATS) == {"trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench"}
+    assert set(FORMATS) == {"trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples"}
     with pytest.raises(ValueError, match="unknown export format"):
         export([], "alpaca", tmp_path / "x")
     with pytest.raises(ValueError, match="unknown export option"):
@@ -223,7 +229,8 @@ def test_cli_export(tmp_path: Path) -> None:
     result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "ms-swift",
                                      "--out", str(tmp_path / "o.jsonl"), "--keep-masked"])
     assert result.exit_code == 0, result.output
-    assert "4 samples → 4 rows" in result.output and len(_rows(tmp_path / "o.jsonl")) == 4
+    assert "4 samples (0 eval) → 4 train + 0 eval rows" in result.output
+    assert len(_rows(tmp_path / "o.jsonl")) == 4
     result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "llama-factory", "--style",
                                      "openai", "--out", str(tmp_path / "lf" / "w.jsonl")])
     assert result.exit_code == 0, result.output
@@ -248,3 +255,91 @@ def test_tokenizer_must_be_local(tmp_path: Path) -> None:
         export(_samples(), "trl", tmp_path / "t.jsonl", tokenizer=str(tmp_path / "missing"))
     with pytest.raises(ValueError, match="never download"):
         export(_samples(), "trl", tmp_path / "t.jsonl", tokenizer="agentworld-test/not-a-cached-model")
+
+
+def _split(samples: list[TrainSample], side: str) -> list[TrainSample]:
+    return [s.model_copy(update={"split": side}) for s in samples]
+
+
+@pytest.mark.parametrize("fmt", ["trl", "ms-swift", "llama-factory", "agentworld-bench", "samples"])
+def test_each_side_gets_its_own_file(tmp_path: Path, fmt: str) -> None:
+    samples = [*_split(_samples("a"), "train"), *_split(_samples("b"), "eval"),
+               *_split(_samples("c"), "train")]
+    out = tmp_path / "train.jsonl"
+    report = export(samples, fmt, out)
+    held = tmp_path / "eval.jsonl"
+    assert report.eval_out == str(held) and {str(out), str(held)} <= set(report.files)
+    per_side = 4 if fmt in ("agentworld-bench", "samples") else 3  # training formats drop the masked turn
+    assert (report.rows, report.eval_rows) == (2 * per_side, per_side)
+    assert (report.samples, report.eval_samples) == (12, 4)
+    assert (len(_rows(out)), len(_rows(held))) == (2 * per_side, per_side)
+    if fmt in ("agentworld-bench", "samples"):
+        ids = {side: {r["id"].rsplit("-t", 1)[0] for r in _rows(path)}
+               for side, path in (("t", out), ("e", held))}
+        assert ids == {"t": {"a", "c"}, "e": {"b"}}
+
+
+def test_eval_side_elsewhere_is_named_relative_in_dataset_info(tmp_path: Path) -> None:
+    samples = [*_split(_samples("a"), "train"), *_split(_samples("b"), "eval")]
+    export(samples, "llama-factory", tmp_path / "lf" / "wm.jsonl", eval_out=tmp_path / "held" / "wm.jsonl",
+           dataset_name="world")
+    info = json.loads((tmp_path / "lf" / "dataset_info.json").read_text())
+    assert info["world"]["file_name"] == "wm.jsonl" and info["world_eval"]["file_name"] == "../held/wm.jsonl"
+    assert len(_rows(tmp_path / "lf" / info["world_eval"]["file_name"])) == 3
+
+
+def test_a_trajectory_on_both_sides_is_refused_and_nothing_changes(tmp_path: Path) -> None:
+    out, held = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+    out.write_text("old\n")
+    held.write_text("old eval\n")
+    samples = _samples("a")
+    leaked = [*_split(samples[:2], "train"), *_split(samples[2:], "eval")]
+    with pytest.raises(DataError, match="'a' has samples on both sides") as err:
+        export(leaked, "trl", out)
+    assert err.value.sample_id == "a-t3" and err.value.field == "split"
+    assert (out.read_text(), held.read_text()) == ("old\n", "old eval\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.jsonl", "train.jsonl"]
+
+
+def test_unsplit_samples_replace_a_stale_eval_file_with_an_empty_one(tmp_path: Path) -> None:
+    (tmp_path / "eval.jsonl").write_text('{"stale": true}\n')
+    report = export(_samples(), "ms-swift", tmp_path / "train.jsonl")
+    assert (report.rows, report.eval_rows) == (3, 0) and (tmp_path / "eval.jsonl").read_text() == ""
+
+
+def test_eval_paths(tmp_path: Path) -> None:
+    from agentworld.data.sides import eval_path_for
+
+    names = ("train.jsonl", "sft_train.jsonl", "a-train.json", "world.jsonl", "trainer.jsonl")
+    assert [eval_path_for(Path(p)).name for p in names] == \
+        ["eval.jsonl", "sft_eval.jsonl", "a-eval.json", "world_eval.jsonl", "trainer_eval.jsonl"]
+    with pytest.raises(ValueError, match="its own file"):
+        export(_samples(), "trl", tmp_path / "t.jsonl", eval_out=tmp_path / "t.jsonl")
+    with pytest.raises(ValueError, match="'test' split"):
+        export(_samples(), "hf-datasets", tmp_path / "ds", eval_out=tmp_path / "e.jsonl")
+
+
+def test_hf_datasets_dict_has_both_sides(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    samples = [*_split(_samples("a"), "eval"), *_split(_samples("b"), "train")]
+    report = export(samples, "hf-datasets", tmp_path / "ds")
+    loaded = datasets.load_from_disk(str(tmp_path / "ds"))
+    assert set(loaded) == {"train", "test"} and (len(loaded["train"]), len(loaded["test"])) == (3, 3)
+    assert (report.rows, report.eval_rows, report.eval_out) == (3, 3, None)
+    with pytest.raises(ValueError, match="no rows"):
+        export(_samples()[2:3], "hf-datasets", tmp_path / "ds2")  # only a masked sample
+
+
+def test_cli_export_takes_both_sides_of_the_pipeline(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    train, held = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
+    train.write_text("".join(s.model_dump_json() + "\n" for s in _split(_samples("a"), "train")))
+    held.write_text("".join(s.model_dump_json() + "\n" for s in _split(_samples("b"), "eval")))
+    result = CliRunner().invoke(app, ["data", "export", "--in", str(train), "--in", str(held),
+                                      "--format", "trl", "--out", str(tmp_path / "sft" / "train.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "8 samples (4 eval) → 3 train + 3 eval rows" in result.output
+    assert len(_rows(tmp_path / "sft" / "eval.jsonl")) == 3

@@ -63,18 +63,22 @@ def test_run_writes_samples_and_stats_and_reruns_cleanly(tmp_path: Path) -> None
     config = PipelineConfig.model_validate({"inputs": inputs, "output": {"path": str(tmp_path / "o/s.jsonl")},
                                             "split": {"eval_fraction": 0.5, "key": "trajectory_id"}})
     report = run_pipeline(config, progress=False)
-    out = tmp_path / "o" / "s.jsonl"
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    out, held = tmp_path / "o" / "s.jsonl", tmp_path / "o" / "s_eval.jsonl"
+    train, evals = ([json.loads(line) for line in path.read_text().splitlines()] for path in (out, held))
+    rows = train + evals
     assert len(rows) == report.dataset.samples == report.steps[-1].outputs
     assert [s.step for s in report.steps] == ["ingest", "skip_retry_cycles", "drop_no_change", "expand",
                                               "dedup", "mask", "split"]
-    assert all(r["mask"]["category"] and r["split"] in ("train", "eval") for r in rows)
+    assert all(r["mask"]["category"] for r in rows)
+    assert {r["split"] for r in train} == {"train"} and {r["split"] for r in evals} == {"eval"}
+    assert (len(train), len(evals)) == (report.steps[-1].details["train"], report.steps[-1].details["eval"])
     stats = json.loads((tmp_path / "o" / "stats.json").read_text())
     assert stats["dataset"]["samples"] == len(rows) and stats["steps"][0]["step"] == "ingest"
-    before = out.read_bytes()
+    assert stats["output"]["eval_out"] == str(held) and stats["output"]["eval_rows"] == len(evals)
+    before = out.read_bytes(), held.read_bytes()
     run_pipeline(config, progress=False)
-    assert out.read_bytes() == before
-    assert sorted(p.name for p in out.parent.iterdir()) == ["s.jsonl", "stats.json"]
+    assert (out.read_bytes(), held.read_bytes()) == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["s.jsonl", "s_eval.jsonl", "stats.json"]
     assert sum(1 for _ in iter_samples(config)) == len(rows)
 
 

@@ -30,13 +30,16 @@ def _config(inputs: list[dict[str, Any]], out: Path, fmt: str = "samples", **ext
 
 def _comparable(report: PipelineReport) -> dict[str, Any]:
     data = report.model_dump(mode="json", exclude={"elapsed_s"})
-    data["output"] = {k: v for k, v in data["output"].items() if k not in ("out", "files")}
+    data["output"] = {k: v for k, v in data["output"].items() if k not in ("out", "eval_out", "files")}
     return data
 
 
 def _both(tmp_path: Path, inputs: list[dict[str, Any]], fmt: str = "samples", *, processes: int = 0,
           **extra: Any) -> tuple[bytes, bytes, PipelineReport, PipelineReport]:
-    """Run sequentially and sharded (inline when ``processes`` is 0); return both outputs and reports."""
+    """Run sequentially and sharded (inline when ``processes`` is 0); return both outputs and reports.
+
+    An output is the train side's bytes, a separator, and the eval side's.
+    """
     seq = _config(inputs, tmp_path / "seq" / "out.jsonl", fmt, **extra)
     par = _config(inputs, tmp_path / "par" / "out.jsonl", fmt, **extra)
     a = run_pipeline(seq, progress=False)
@@ -44,7 +47,12 @@ def _both(tmp_path: Path, inputs: list[dict[str, Any]], fmt: str = "samples", *,
         b = scale.run_parallel(par, processes, min_shard_bytes=SMALL, quiet=True)
     else:
         b = scale.execute(par, scale.inline_runner, shards=16, min_shard_bytes=SMALL, quiet=True)
-    return seq.output.path.read_bytes(), par.output.path.read_bytes(), a, b
+    return _sides(seq), _sides(par), a, b
+
+
+def _sides(config: PipelineConfig) -> bytes:
+    out = config.output.path
+    return out.read_bytes() + b"\n--- eval ---\n" + (out.parent / "out_eval.jsonl").read_bytes()
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -64,7 +72,8 @@ def test_real_corpus_processes_identical(tmp_path: Path) -> None:
     out_a, out_b, a, b = _both(tmp_path, [{"path": str(corpus_path("terminal"))}], "agentworld-bench",
                                processes=2)
     assert out_a == out_b
-    assert out_a == corpus_path("terminal").read_bytes()  # the bench export round-trips the corpus
+    # the bench export round-trips the corpus (one source, on the train side of the default split)
+    assert out_a == corpus_path("terminal").read_bytes() + b"\n--- eval ---\n"
     assert _comparable(a) == _comparable(b)
     stats = [orjson.loads((tmp_path / side / "stats.json").read_bytes()) for side in ("seq", "par")]
     assert stats[0]["dataset"] == stats[1]["dataset"]
@@ -162,14 +171,17 @@ def test_hf_datasets_falls_back_to_parent_export(tmp_path: Path) -> None:
     pytest.importorskip("datasets")
     rows = _rows(corpus_path("terminal"))[:80]
     path = _write_rows(tmp_path / "in.jsonl", rows)
-    seq = _config([{"path": str(path)}], tmp_path / "seq" / "ds", "hf-datasets")
-    par = _config([{"path": str(path)}], tmp_path / "par" / "ds", "hf-datasets")
+    split = {"split": {"eval_fraction": 0.3, "key": "trajectory_id"}}
+    seq = _config([{"path": str(path)}], tmp_path / "seq" / "ds", "hf-datasets", **split)
+    par = _config([{"path": str(path)}], tmp_path / "par" / "ds", "hf-datasets", **split)
     a = run_pipeline(seq, progress=False)
     b = scale.execute(par, scale.inline_runner, shards=4, min_shard_bytes=1, quiet=True)
     assert _comparable(a) == _comparable(b)
     from datasets import load_from_disk
 
-    assert load_from_disk(str(seq.output.path)).to_list() == load_from_disk(str(par.output.path)).to_list()
+    seq_ds, par_ds = load_from_disk(str(seq.output.path)), load_from_disk(str(par.output.path))
+    assert a.output["rows"] and a.output["eval_rows"] and set(seq_ds) == {"train", "test"}
+    assert all(seq_ds[k].to_list() == par_ds[k].to_list() for k in ("train", "test"))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')")
@@ -234,3 +246,29 @@ def test_a_shard_runs_the_pipeline_without_patching_it(tmp_path: Path,
     par = _config([{"path": str(corpus_path("terminal"))}], tmp_path / "par" / "out.jsonl")
     scale.execute(par, scale.inline_runner, shards=4, min_shard_bytes=SMALL, quiet=True)
     assert seen and all(seen)
+
+
+def test_split_sides_identical_across_shards(tmp_path: Path) -> None:
+    split = {"split": {"eval_fraction": 0.3, "key": "trajectory_id"}}
+    out_a, out_b, a, b = _both(tmp_path, [{"path": str(corpus_path("terminal"))}], "trl", **split)
+    assert out_a == out_b and a.output["rows"] and a.output["eval_rows"]
+    assert _comparable(a) == _comparable(b)
+
+
+def test_trajectory_on_both_sides_across_shards_is_refused_as_in_one_process(tmp_path: Path) -> None:
+    """One trajectory id in two files (two shards) whose tasks fall on different sides of the split."""
+    def record(task: str) -> dict[str, Any]:
+        return {"id": "dup", "task": task, "system": "s", "turns": [{"action": "ls", "observation": task}]}
+
+    # with seed 0, task z falls on the eval side and task y on the train side
+    files = [_write_rows(tmp_path / f"{task}.jsonl", [record(task)]) for task in ("z", "y")]
+    inputs = [{"path": str(f), "format": "generic"} for f in files]
+    split = {"split": {"eval_fraction": 0.5, "key": "task"}}
+    errors = []
+    for run in (lambda c: run_pipeline(c, progress=False),
+                lambda c: scale.execute(c, scale.inline_runner, shards=4, min_shard_bytes=1, quiet=True)):
+        with pytest.raises(DataError, match="'dup' has samples on both sides") as err:
+            run(_config(inputs, tmp_path / "out" / "train.jsonl", "trl", **split))
+        errors.append((err.value.message, err.value.sample_id))
+    assert errors[0] == errors[1] and errors[0][1] == "dup-t1"
+    assert not (tmp_path / "out" / "train.jsonl").exists()

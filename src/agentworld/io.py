@@ -44,23 +44,58 @@ def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> int:
 
 def atomic_write_chunks(path: str | Path, chunks: Iterable[bytes]) -> int:
     """:func:`atomic_write_lines` for UTF-8 bytes (no decode/encode round trip); returns the chunk count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    count = 0
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-                count += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+    with AtomicFile(path) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+        return handle.count
+
+
+class AtomicFile:
+    """A file that replaces ``path`` only when complete: for writers that fill several files at once.
+
+    Bytes go to a temporary file beside ``path``; :meth:`commit` fsyncs it and renames it over
+    ``path``, :meth:`discard` removes it and leaves ``path`` as it was. As a context manager it
+    commits on success and discards on any error. Several of them committed one after the other
+    (an export's train and eval sides) are each whole, though not replaced in one step.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self.count = 0
+        """Chunks written."""
+
+    def write(self, chunk: bytes) -> None:
+        self._handle.write(chunk)
+        self.count += 1
+
+    def commit(self) -> None:
+        """Make the written bytes durable and put them at ``path``."""
+        try:
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            os.chmod(self._tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Drop what was written; ``path`` keeps its old content (or stays absent)."""
+        self._handle.close()
+        Path(self._tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> AtomicFile:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.discard()
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

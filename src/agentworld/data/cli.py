@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 app = new_app("Training data: convert logs, clean/expand/mask/split them, inspect datasets, export them.")
 
-ExportFormat = Literal["trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench"]
+ExportFormat = Literal["trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples"]
 _IN = cli_flags("--in")
 
 
@@ -66,18 +66,27 @@ class StatsOptions(_Options):
 
 
 class ExportOptions(_Options):
-    """Export samples for SFT (TRL, LLaMA-Factory, ms-swift, HF datasets) or as AgentWorldBench rows."""
+    """Export samples for SFT (TRL, LLaMA-Factory, ms-swift, HF datasets) or as AgentWorldBench rows.
 
-    inp: Path = Field(description="TrainSample JSONL (the pipeline's output), unified trajectories or any "
-                      "ingestable file (expanded, not masked).", json_schema_extra=_IN)
+    The train side goes to --out and the eval side (samples the pipeline's split marked eval) to
+    --eval-out; give the pipeline's train and eval files both as --in to export both sides.
+    """
+
+    inp: list[Path] = Field(min_length=1, description="TrainSample JSONL (the pipeline's output; repeat "
+                            "--in for its train and eval files), unified trajectories or any ingestable "
+                            "file (expanded, not masked).", json_schema_extra=_IN)
     format: ExportFormat = Field(description="Target format.")
-    out: Path = Field(description="The data file (a folder for hf-datasets); replaced atomically.")
+    out: Path = Field(description="The train side's data file (a folder for hf-datasets, holding a "
+                      "DatasetDict with train and test); replaced atomically.")
+    eval_out: Path | None = Field(None, description="The eval side's data file (default beside --out: "
+                                  "train.jsonl -> eval.jsonl, x.jsonl -> x_eval.jsonl; not for hf-datasets).")
     tokenizer: Path | None = Field(None, description="trl/hf-datasets: a local tokenizer folder (never "
                                    "downloaded); rows become pre-tokenized input_ids + labels.")
     keep_masked: bool = Field(False, description="Keep masked-out samples, flagged so they train nothing.")
     style: Literal["sharegpt", "openai"] = Field("sharegpt", description="llama-factory: message style.")
-    dataset_name: str | None = Field(None, description="llama-factory: the entry in dataset_info.json "
-                                     "(default: the file's stem).")
+    dataset_name: str | None = Field(None, description="llama-factory: the train side's entry in "
+                                     "dataset_info.json (default: the file's stem); the eval side's is "
+                                     "NAME_eval.")
     assistant_masks: bool = Field(False, description="trl with --tokenizer: also write assistant_masks.")
 
 
@@ -117,8 +126,17 @@ def _process(options: ProcessOptions) -> None:
         report = run_parallel(loaded, options.processes, console=console)
     else:
         report = run_pipeline(loaded, progress=options.progress, console=console)
-    rows = report.output.get("rows", report.dataset.samples)
-    console.print(f"wrote {rows} rows to {report.output.get('out')}")
+    console.print(written(report.output))
+
+
+def written(output: dict[str, Any]) -> str:
+    """One line saying how many rows went to each side, and where."""
+    held = output.get("eval_out")
+    if held is None:  # hf-datasets: one folder, two splits
+        return (f"wrote {output.get('rows', 0)} train and {output.get('eval_rows', 0)} test rows to "
+                f"{output.get('out')}")
+    return (f"wrote {output.get('rows', 0)} train rows to {output.get('out')} and "
+            f"{output.get('eval_rows', 0)} eval rows to {held}")
 
 
 def _samples(path: Path, fmt: str) -> Iterator[TrainSample]:
@@ -166,15 +184,18 @@ def _export(options: ExportOptions) -> None:
         extra.update(style=options.style, **({"dataset_name": options.dataset_name} if options.dataset_name
                                             else {}))
     tokenizer = str(options.tokenizer) if options.tokenizer is not None else None
+    samples = (s for path in options.inp for s in read_samples(path))
     try:
-        report = export(read_samples(options.inp), options.format, options.out, tokenizer=tokenizer,
+        report = export(samples, options.format, options.out, eval_out=options.eval_out, tokenizer=tokenizer,
                         keep_masked=options.keep_masked, **extra)
     except (ValueError, OSError) as err:  # a bad option, an unloadable tokenizer, an unwritable path
         raise DataError(str(err)) from None
     console = _console()
     masked = (f"; masked samples: {report.masked_dropped} dropped, {report.masked_kept} kept"
               if report.masked_dropped or report.masked_kept else "")
-    console.print(f"{report.format}: {report.samples} samples → {report.rows} rows{masked}")
+    console.print(f"{report.format}: {report.samples} samples ({report.eval_samples} eval) → "
+                  f"{report.rows} train + {report.eval_rows} eval rows{masked}")
+    console.print(written(report.model_dump()))
     for path in report.files:
         console.print(f"wrote {path}")
 

@@ -4,6 +4,11 @@
 sample in memory at a time) into a temporary file beside the target and renames it into place at
 the end, so an interrupted export leaves the old output, never half a new one.
 
+Every format keeps the split (:mod:`agentworld.data.sides`): the train side goes to ``out``, the
+eval side to ``eval_out`` (default beside it: ``train.jsonl`` → ``eval.jsonl``), and
+``hf-datasets`` saves a ``DatasetDict`` with ``train`` and ``test``. Without a split step every
+sample is on the train side and the eval file is empty; a trajectory on both sides is an error.
+
 Formats (row shapes in :mod:`agentworld.data.export_formats`), checked against each tool's docs:
 
 - ``trl`` — TRL 1.16 ``SFTTrainer`` conversational prompt/completion rows (it trains only the
@@ -14,21 +19,26 @@ Formats (row shapes in :mod:`agentworld.data.export_formats`), checked against e
   sharegpt``, ``columns: {messages: conversations, system: system}``) or "OpenAI Format"
   (``messages`` of ``role``/``content``; ``tags: {role_tag: role, content_tag: content, user_tag:
   user, assistant_tag: assistant, system_tag: system}``). ``dataset_info.json`` is written (merged)
-  beside the data file. Train with ``mask_history: true`` so only the last turn (the target) trains.
+  beside the data file, with one entry per side (``<name>`` and ``<name>_eval``: the training
+  YAML's ``dataset`` and ``eval_dataset``). Train with ``mask_history: true`` so only the last turn
+  (the target) trains.
 - ``ms-swift`` — ms-swift ``docs/source_en/Customization/Custom-dataset.md``, standard ``messages``
   format, with the per-message ``"loss": true/false`` that applies to ``assistant`` messages and
   takes priority over ``--loss_scale``.
-- ``hf-datasets`` — ``datasets.Dataset.from_generator`` over the ``trl`` rows, ``save_to_disk``.
+- ``hf-datasets`` — a ``datasets.DatasetDict`` of the ``trl`` rows (``train``, ``test``: TRL's
+  default split names), ``save_to_disk``; ``load_from_disk`` gives it back.
 - ``agentworld-bench`` — AgentWorldBench JSONL rows via the pipeline's ``samples_to_bench_rows``
   (exact round trip of ingested bench rows).
+- ``samples`` — the :class:`TrainSample` rows themselves (mask and split included).
 
 Masked samples (``mask.keep is False``) are dropped from training formats unless ``keep_masked``;
 kept ones train nothing (``"loss": false``, labels -100). LLaMA-Factory cannot express that, so it
-refuses ``keep_masked``. ``agentworld-bench`` is evaluation data: it keeps every sample.
+refuses ``keep_masked``. ``agentworld-bench`` and ``samples`` keep every sample.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -43,11 +53,15 @@ from pydantic import BaseModel, Field
 from agentworld.data import export_formats as ef
 from agentworld.data.ingest import ingest
 from agentworld.data.process import expand, samples_to_bench_rows
+from agentworld.data.records import PlainSample
+from agentworld.data.sides import Side, SideGuard, check_paths, eval_path_for, side_of, write_sides
 from agentworld.data.types import TrainSample
 from agentworld.errors import DataError
-from agentworld.io import atomic_write_jsonl, atomic_write_text
+from agentworld.io import atomic_write_text
 
-FORMATS: tuple[str, ...] = ("trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench")
+FORMATS: tuple[str, ...] = ("trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples")
+HF_SPLITS: dict[Side, str] = {"train": "train", "eval": "test"}
+"""The ``DatasetDict`` split of each side (``test`` is TRL's ``dataset_test_split`` default)."""
 
 
 class ExportReport(BaseModel):
@@ -55,33 +69,43 @@ class ExportReport(BaseModel):
 
     format: str
     out: str
+    """The train side (for ``hf-datasets``, the ``DatasetDict`` folder holding both)."""
+    eval_out: str | None = None
+    """The eval side's file (None for ``hf-datasets``: its ``test`` split)."""
     samples: int = 0
-    """Samples read."""
+    """Samples read, both sides."""
+    eval_samples: int = 0
+    """Samples read on the eval side."""
     rows: int = 0
-    """Rows written."""
+    """Rows written on the train side."""
+    eval_rows: int = 0
+    """Rows written on the eval side."""
     masked_dropped: int = 0
     masked_kept: int = 0
     files: list[str] = Field(default_factory=list)
     """Every file or folder written (the data, and ``dataset_info.json`` where there is one)."""
 
 
-def export(samples: Iterable[TrainSample], fmt: str, out: Path, *, tokenizer: Any = None,
-           keep_masked: bool = False, **options: Any) -> ExportReport:
-    """Write ``samples`` to ``out`` in ``fmt`` and say what was written.
+def export(samples: Iterable[TrainSample], fmt: str, out: Path, *, eval_out: Path | None = None,
+           tokenizer: Any = None, keep_masked: bool = False, **options: Any) -> ExportReport:
+    """Write the train side of ``samples`` to ``out``, the eval side beside it, and say what was written.
 
     Args:
-        samples: Turn-level samples; consumed once, streaming.
+        samples: Turn-level samples; consumed once, streaming. Their ``split`` picks the side.
         fmt: One of :data:`FORMATS`.
-        out: The data file (a folder for ``hf-datasets``).
+        out: The train side's data file (for ``hf-datasets``, the folder of both sides).
+        eval_out: The eval side's data file (default :func:`~agentworld.data.sides.eval_path_for`);
+            not for ``hf-datasets``, whose ``test`` split is the eval side.
         tokenizer: For ``trl``/``hf-datasets``: a tokenizer with a chat template, or a local path or
             name to load one from (never downloaded). Rows are then ``input_ids``/``labels``.
         keep_masked: Keep masked-out samples, flagged so they train nothing.
         **options: ``style`` (``"sharegpt"``/``"openai"``, LLaMA-Factory), ``dataset_name``
-            (LLaMA-Factory entry, default: the file's stem), ``assistant_masks`` (bool, tokenized
-            TRL rows also carry ``assistant_masks``).
+            (LLaMA-Factory train entry, default: the file's stem; the eval entry adds ``_eval``),
+            ``assistant_masks`` (bool, tokenized TRL rows also carry ``assistant_masks``).
 
     Raises:
         ValueError: unknown format or option, or an option the format cannot honour.
+        DataError: a trajectory with samples on both sides.
     """
     out = Path(out)
     if fmt not in FORMATS:
@@ -89,10 +113,12 @@ def export(samples: Iterable[TrainSample], fmt: str, out: Path, *, tokenizer: An
     unknown = set(options) - {"style", "dataset_name", "assistant_masks"}
     if unknown:
         raise ValueError(f"unknown export option(s): {', '.join(sorted(unknown))}")
-    report = ExportReport(format=fmt, out=str(out))
-    if fmt == "agentworld-bench":
-        _write_jsonl(out, samples_to_bench_rows(_counted(samples, report)), report)
-        return report
+    if fmt == "hf-datasets" and eval_out is not None:
+        raise ValueError("hf-datasets keeps the eval side in the folder's 'test' split: no eval_out")
+    held = None if fmt == "hf-datasets" else Path(eval_out) if eval_out is not None else eval_path_for(out)
+    if held is not None:
+        check_paths(out, held)
+    report = ExportReport(format=fmt, out=str(out), eval_out=str(held) if held is not None else None)
     style = options.get("style", "sharegpt")
     if fmt == "llama-factory":
         if style not in ("sharegpt", "openai"):
@@ -104,19 +130,42 @@ def export(samples: Iterable[TrainSample], fmt: str, out: Path, *, tokenizer: An
         raise ValueError(f"--tokenizer applies to trl and hf-datasets, not {fmt}")
     if isinstance(tokenizer, (str, Path)):
         tokenizer = load_tokenizer(tokenizer)
-    build = _row_builder(fmt, tokenizer, keep_masked, style=style,
-                         assistant_masks=bool(options.get("assistant_masks", False)))
-    rows = (build(s) for s in _filtered(_counted(samples, report), keep_masked, report))
-    if fmt == "hf-datasets":
+    sided = _sided(samples, report)
+    rows: Iterator[tuple[Side, dict[str, Any]]]
+    if fmt == "agentworld-bench":  # a trajectory is never on both sides, so each run is whole trajectories
+        rows = ((side, row) for side, run in itertools.groupby(sided, key=lambda p: p[0])
+                for row in samples_to_bench_rows(s for _, s in run))
+    elif fmt == "samples":
+        rows = ((side, s.to_row() if isinstance(s, PlainSample) else s.model_dump(mode="json"))
+                for side, s in sided)
+    else:
+        build = _row_builder(fmt, tokenizer, keep_masked, style=style,
+                             assistant_masks=bool(options.get("assistant_masks", False)))
+        rows = ((side, build(s)) for side, s in _filtered(sided, keep_masked, report))
+    if held is None:
         _save_dataset(out, rows, report)
         return report
-    _write_jsonl(out, rows, report)
+    report.rows, report.eval_rows = write_sides(out, held, rows)
+    report.files += [str(out), str(held)]
     if fmt == "llama-factory":
-        name = str(options.get("dataset_name") or out.stem)
-        info_path = _merge_dataset_info(out.parent / "dataset_info.json", name,
-                                        ef.llama_factory_dataset_info(out.name, style))
-        report.files.append(str(info_path))
+        report.files.append(str(write_llama_factory_info(out, held, style, options.get("dataset_name"))))
     return report
+
+
+def write_llama_factory_info(out: Path, eval_out: Path, style: str, dataset_name: str | None) -> Path:
+    """Merge the two entries of an export into ``dataset_info.json`` beside ``out``; returns its path.
+
+    The train entry is ``dataset_name`` (default: ``out``'s stem), the eval entry the same name with
+    ``_eval``; LLaMA-Factory finds files by ``file_name`` relative to ``dataset_dir``, so an eval file
+    in another folder is named by its path relative to ``out``'s.
+    """
+    name = str(dataset_name or out.stem)
+    kind: ef.LlamaFactoryStyle = "openai" if style == "openai" else "sharegpt"
+    info = out.parent / "dataset_info.json"
+    _merge_dataset_info(info, {name: ef.llama_factory_dataset_info(out.name, kind),
+                               f"{name}_eval": ef.llama_factory_dataset_info(
+                                   os.path.relpath(eval_out, out.parent), kind)})
+    return info
 
 
 def load_tokenizer(name_or_path: str | Path) -> Any:
@@ -148,54 +197,63 @@ def _row_builder(fmt: str, tokenizer: Any, keep_masked: bool, *, style: str,
     return ef.ms_swift_row
 
 
-def _counted(samples: Iterable[TrainSample], report: ExportReport) -> Iterator[TrainSample]:
+def _sided(samples: Iterable[TrainSample], report: ExportReport) -> Iterator[tuple[Side, TrainSample]]:
+    """Each sample with its side, counted; a trajectory seen on the other side before is an error."""
+    guard = SideGuard()
     for sample in samples:
+        side = side_of(sample)
+        guard.add(sample.trajectory_id, side, sample.id)
         report.samples += 1
-        yield sample
+        report.eval_samples += side == "eval"
+        yield side, sample
 
 
-def _filtered(samples: Iterable[TrainSample], keep_masked: bool,
-              report: ExportReport) -> Iterator[TrainSample]:
-    for sample in samples:
+def _filtered(samples: Iterable[tuple[Side, TrainSample]], keep_masked: bool,
+              report: ExportReport) -> Iterator[tuple[Side, TrainSample]]:
+    for side, sample in samples:
         if not ef.trained(sample):
             if not keep_masked:
                 report.masked_dropped += 1
                 continue
             report.masked_kept += 1
-        yield sample
+        yield side, sample
 
 
-def _write_jsonl(out: Path, rows: Iterable[dict[str, Any]], report: ExportReport) -> None:
-    """Stream rows into ``out`` atomically (a temporary file renamed into place at the end)."""
-    report.rows += atomic_write_jsonl(out, rows)
-    report.files.append(str(out))
+def _save_dataset(out: Path, rows: Iterable[tuple[Side, dict[str, Any]]], report: ExportReport) -> None:
+    """Both sides as one ``DatasetDict`` (``train``, ``test``) → ``save_to_disk`` → rename into place.
 
-
-def _save_dataset(out: Path, rows: Iterable[dict[str, Any]], report: ExportReport) -> None:
-    """``Dataset.from_generator`` (Arrow-backed, so it streams) → ``save_to_disk`` → rename into place.
-
-    The generator's cache goes to a scratch folder beside ``out`` (not the user's HF cache) and a
-    fresh fingerprint skips hashing the generator, whose iterator cannot be hashed or reused. An
-    error inside the generator is re-raised as itself, not wrapped by ``datasets``.
+    The rows stream into one scratch JSONL per side beside ``out`` (memory stays flat), and each
+    side is built with ``Dataset.from_generator`` reading its file back. The generator's cache goes
+    to the scratch folder (not the user's HF cache); a fresh fingerprint skips hashing it. An
+    empty side gets the other side's columns (``datasets`` cannot infer them from no rows).
     """
-    from datasets import Dataset
-    from datasets.exceptions import DatasetGenerationError
-
-    def gen() -> Iterator[dict[str, Any]]:
-        for row in rows:
-            report.rows += 1
-            yield row
+    from datasets import Dataset, DatasetDict
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as scratch:
-        try:
-            dataset = Dataset.from_generator(gen, cache_dir=str(Path(scratch) / "cache"),
-                                             fingerprint=uuid.uuid4().hex)
-        except DatasetGenerationError as exc:  # surface our own error (a located DataError, say)
-            raise (exc.__cause__ or exc) from None
+        files = {side: Path(scratch) / f"{side}.jsonl" for side in HF_SPLITS}
+        report.rows, report.eval_rows = write_sides(files["train"], files["eval"], rows)
+        if not report.rows + report.eval_rows:
+            raise ValueError(f"hf-datasets: no rows to save ({report.samples} samples read, "
+                             f"{report.masked_dropped} masked out)")
+
+        def read(path: str) -> Iterator[dict[str, Any]]:
+            with open(path, "rb") as handle:
+                yield from (orjson.loads(line) for line in handle)
+
+        built = {side: Dataset.from_generator(read, gen_kwargs={"path": str(path)},
+                                              cache_dir=str(Path(scratch) / "cache"),
+                                              fingerprint=uuid.uuid4().hex)
+                 for side, path in files.items() if path.stat().st_size}
+        features = next(iter(built.values())).features
+        empty: dict[str, list[Any]] = {k: [] for k in features}
+        splits = {HF_SPLITS[side]: built[side] if side in built
+                  else Dataset.from_dict(empty, features=features) for side in HF_SPLITS}
         staged = Path(scratch) / "dataset"
-        dataset.save_to_disk(str(staged))
-        del dataset
+        # an empty split saved with the default shard count writes no shard, which load_from_disk rejects
+        DatasetDict(splits).save_to_disk(str(staged),
+                                         num_shards={k: 1 for k, d in splits.items() if not len(d)})
+        del built, splits
         old = Path(scratch) / "old"
         if out.exists():
             os.replace(out, old)  # moved aside in the same folder, removed with the scratch dir
@@ -204,15 +262,15 @@ def _save_dataset(out: Path, rows: Iterable[dict[str, Any]], report: ExportRepor
     report.files.append(str(out))
 
 
-def _merge_dataset_info(path: Path, name: str, entry: dict[str, Any]) -> Path:
-    """Add or replace one entry, keeping the others: a ``dataset_dir`` usually holds several."""
+def _merge_dataset_info(path: Path, entries: dict[str, dict[str, Any]]) -> Path:
+    """Add or replace ``entries``, keeping the others: a ``dataset_dir`` usually holds several."""
     info: dict[str, Any] = {}
     if path.exists():
         try:
             info = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             raise DataError(f"existing dataset_info.json is not JSON: {exc}", path=str(path)) from None
-    info[name] = entry
+    info.update(entries)
     atomic_write_text(path, orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
     return path
 

@@ -2,10 +2,12 @@
 
 A :class:`PipelineConfig` (YAML or JSON) names the inputs, the ordered steps with their options,
 the mask and split settings and the output. :func:`run_pipeline` pulls samples through the chain
-one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample),
-writes the output through :func:`agentworld.data.export.export` (or, for the ``samples`` format,
-TrainSample JSONL itself), and writes ``stats.json`` beside it. Both files are replaced
-atomically, so a rerun overwrites cleanly and a crash leaves the previous run's files.
+one at a time (memory stays flat in the input size, except ``dedup``'s 16 bytes per sample and
+the export's side of each trajectory id, which keeps a trajectory off both sides of the split),
+writes the output through :func:`agentworld.data.export.export` (the ``samples`` format is
+TrainSample JSONL itself): the train side to ``output.path``, the eval side beside it
+(``output.eval_path``, default ``eval.jsonl`` for ``train.jsonl``), and ``stats.json``. Every file is
+replaced atomically, so a rerun overwrites cleanly and a crash leaves the previous run's files.
 
 Example config::
 
@@ -16,7 +18,7 @@ Example config::
             expand, dedup, mask, split]
     mask: {keep_ratios: {retrieval: 0.5}}
     split: {eval_fraction: 0.1, key: source}
-    output: {format: trl, path: out/train.jsonl}
+    output: {format: trl, path: out/train.jsonl}     # and out/eval.jsonl
 """
 
 from __future__ import annotations
@@ -98,10 +100,15 @@ class SplitConfig(BaseModel):
 
 
 class OutputSpec(BaseModel):
+    """Where the pipeline's samples go: the train side to ``path``, the eval side to ``eval_path``."""
+
     model_config = ConfigDict(extra="forbid")
 
     format: str = "samples"
     path: Path
+    """The train side (a folder for ``hf-datasets``, whose ``test`` split is the eval side)."""
+    eval_path: Path | None = None
+    """The eval side; default beside ``path`` (``train.jsonl`` → ``eval.jsonl``, else ``<stem>_eval``)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Passed to ``export`` (e.g. ``keep_masked``, ``tokenizer``, ``style``)."""
 
@@ -147,7 +154,9 @@ class PipelineConfig(BaseModel):
     def relative_to(self, base: Path) -> PipelineConfig:
         """A copy whose relative input/output paths are taken from ``base``."""
         inputs = [i.model_copy(update={"path": base / i.path}) for i in self.inputs]
-        output = self.output.model_copy(update={"path": base / self.output.path})
+        held = self.output.eval_path
+        output = self.output.model_copy(update={"path": base / self.output.path,
+                                                "eval_path": base / held if held is not None else None})
         return self.model_copy(update={"inputs": inputs, "output": output})
 
 
@@ -215,18 +224,12 @@ def write_jsonl_stream(path: Path, rows: Iterable[Any]) -> int:
 
 
 def _write_output(samples: Iterable[AnySample], spec: OutputSpec) -> dict[str, Any]:
-    if spec.format == "samples":
-        rows = write_jsonl_stream(spec.path, (s.to_row() if isinstance(s, PlainSample)
-                                              else s.model_dump(mode="json") for s in samples))
-        return {"format": "samples", "out": str(spec.path), "rows": rows}
-    try:
-        from agentworld.data.export import export
-    except ImportError:
-        raise DataError(f"format {spec.format!r} needs agentworld.data.export; use 'samples'",
-                        field="output.format") from None
+    """Export ``samples`` as ``spec`` says: the train side to ``spec.path``, the eval side beside it."""
+    from agentworld.data.export import export
+
     try:
         # plain samples carry TrainSample's attributes, which is all the exporters read (records.py)
-        return export(cast(Iterable[TrainSample], samples), spec.format, spec.path,
+        return export(cast(Iterable[TrainSample], samples), spec.format, spec.path, eval_out=spec.eval_path,
                       **spec.options).model_dump(mode="json")
     except ValueError as exc:
         raise DataError(str(exc), field="output") from None

@@ -42,8 +42,10 @@ Why it is exact, step by step:
   order, which also reproduces the key order of every ``details`` dict.
 
 Outputs in the JSONL formats (``samples``, ``trl``, ``ms-swift``, ``llama-factory``,
-``agentworld-bench``) are concatenated; ``hf-datasets`` (a folder) is written by the parent from
-the workers' sample files, so only the steps run in parallel there.
+``agentworld-bench``) are concatenated, each side into its own file; ``hf-datasets`` (a folder) is
+written by the parent from the workers' sample files, so only the steps run in parallel there. A
+trajectory on both sides of the split is refused across shards as the sequential export refuses it
+(each worker lists its trajectories' sides; ``check_sides`` walks them in shard order).
 """
 
 from __future__ import annotations
@@ -59,7 +61,15 @@ from rich.console import Console
 
 from agentworld.data import pipeline as pipe
 from agentworld.data.pipeline import PipelineConfig, PipelineReport
-from agentworld.data.scale_merge import Runner, locate_error, merged_report, settle, shift_lines, write_merged
+from agentworld.data.scale_merge import (
+    Runner,
+    check_sides,
+    locate_error,
+    merged_report,
+    settle,
+    shift_lines,
+    write_merged,
+)
 from agentworld.data.scale_plan import Shard, plan_shards
 from agentworld.data.scale_worker import ShardResult, ShardTask, dedup_key, run_shard
 from agentworld.errors import DataError
@@ -126,6 +136,7 @@ def execute(config: PipelineConfig, runner: Runner, *, shards: int, min_shard_by
                            output_format=config.output.format if concat else "samples") for s in plan]
         results = runner(tasks)
         results = settle(tasks, results, runner, scratch)
+        check_sides(results)
         failed = next((r for r in results if r.error is not None), None)
         if failed is not None:
             raise locate_error(failed, plan, results)

@@ -5,12 +5,11 @@ See :mod:`agentworld.data.scale` for why the merged result equals the sequential
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from agentworld.data import pipeline as pipe
 from agentworld.data.ingest import MAX_LISTED_ISSUES, IngestIssue, IngestReport
@@ -18,8 +17,10 @@ from agentworld.data.pipeline import PipelineConfig, PipelineReport
 from agentworld.data.process import DatasetStats, Histogram
 from agentworld.data.scale_plan import INDEXED_FORMATS, Shard
 from agentworld.data.scale_worker import ShardResult, ShardTask, read_keys
+from agentworld.data.sides import SideGuard, eval_path_for
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
+from agentworld.io import AtomicFile
 
 Runner = Callable[[list[ShardTask]], list[ShardResult]]
 """Runs shard tasks (in processes, on Ray, inline) and returns their results."""
@@ -88,42 +89,49 @@ def shift_lines(plan: list[Shard], results: list[ShardResult]) -> None:
                                     for i in result.ingest.issues]
 
 
+def check_sides(results: list[ShardResult]) -> None:
+    """Refuse a trajectory on both sides across shards, as the sequential export does within one.
+
+    The shards' first samples per (trajectory, side) are walked in shard order, so the sample named
+    is the one the sequential run stops at.
+    """
+    guard = SideGuard()
+    for r in results:
+        if r.error is not None:
+            return  # the sequential run stops at this shard's own error
+        for line in _lines(r.sides_file) if r.sides_file else ():
+            trajectory_id, side, sample_id = orjson.loads(line)
+            guard.add(trajectory_id, side, sample_id)
+
+
 def write_merged(config: PipelineConfig, results: list[ShardResult], concat: bool) -> dict[str, Any]:
-    """Concatenate shard files into the output (temp file + rename), or export the shards' samples."""
+    """Concatenate shard files into the output's two sides (temp files + rename), or export the shards'
+    samples (train files, then eval files: each side keeps its order)."""
     spec = config.output
     if not concat:
-        samples = (TrainSample.model_validate_json(line) for r in results for line in _lines(r.out_file))
+        files = [r.out_file for r in results] + [str(eval_path_for(Path(r.out_file))) for r in results]
+        samples = (TrainSample.model_validate_json(line) for f in files for line in _lines(f))
         return pipe._write_output(samples, spec)
     out = spec.path
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for r in results:
-                with open(r.out_file, "rb") as part:
-                    shutil.copyfileobj(part, handle, 1 << 20)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    held = spec.eval_path or eval_path_for(out)
+    for target, parts in ((out, [r.output["out"] for r in results]),
+                          (held, [r.output["eval_out"] for r in results])):
+        with AtomicFile(target) as handle:
+            for part in parts:
+                with open(part, "rb") as chunks:
+                    while chunk := chunks.read(1 << 20):
+                        handle.write(chunk)
     outputs = [r.output for r in results]
     merged: dict[str, Any] = dict(outputs[0]) if outputs else {"format": spec.format}
-    merged["out"] = str(out)
-    for key in ("samples", "rows", "masked_dropped", "masked_kept"):
-        if key in merged:
-            merged[key] = sum(int(o.get(key, 0)) for o in outputs)
-    if "files" in merged:
-        merged["files"] = [str(out)]
-        if spec.format == "llama-factory":  # the side file, as export writes it for the real output
-            from agentworld.data import export as ex
-            from agentworld.data import export_formats as ef
+    merged.update(out=str(out), eval_out=str(held))
+    for key in ("samples", "eval_samples", "rows", "eval_rows", "masked_dropped", "masked_kept"):
+        merged[key] = sum(int(o.get(key, 0)) for o in outputs)
+    merged["files"] = [str(out), str(held)]
+    if spec.format == "llama-factory":  # the side file, as export writes it for the real output
+        from agentworld.data.export import write_llama_factory_info
 
-            style = spec.options.get("style", "sharegpt")
-            name = str(spec.options.get("dataset_name") or out.stem)
-            info = ef.llama_factory_dataset_info(out.name, style)
-            merged["files"].append(str(ex._merge_dataset_info(out.parent / "dataset_info.json", name, info)))
+        merged["files"].append(str(write_llama_factory_info(out, held, spec.options.get("style", "sharegpt"),
+                                                            spec.options.get("dataset_name"))))
     return merged
 
 

@@ -23,6 +23,7 @@ from agentworld.data.pipeline import PipelineConfig
 from agentworld.data.process import DatasetStats, DatasetTally, DedupKeys, StepCounter
 from agentworld.data.records import PlainSample
 from agentworld.data.scale_plan import Shard
+from agentworld.data.sides import side_of
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.errors import DataError
 
@@ -61,6 +62,8 @@ class ShardResult(BaseModel):
     output: dict[str, Any] = Field(default_factory=dict)
     out_file: str = ""
     keys_file: str | None = None
+    sides_file: str | None = None
+    """``[trajectory id, side, sample id]`` JSONL: each trajectory's first sample on each side, in order."""
     lines: int = 0
     records: int = 0
     first: tuple[str, int] | None = None
@@ -147,7 +150,9 @@ def run_shard(task: ShardTask) -> ShardResult:
     stem = Path(task.out_dir) / f"shard-{shard.index:06d}-{task.attempt}"
     out_file = stem.with_suffix(".jsonl")
     keys_file = stem.with_suffix(".keys")
-    output = config.output.model_copy(update={"path": out_file, "format": task.output_format})
+    sides_file = stem.with_suffix(".sides")
+    output = config.output.model_copy(update={"path": out_file, "eval_path": None,
+                                              "format": task.output_format})
     sub = config.model_copy(update={"inputs": [spec], "output": output})
     result = ShardResult(index=shard.index, out_file=str(out_file))
     counts = {"lines": 0, "records": 0}
@@ -156,21 +161,26 @@ def run_shard(task: ShardTask) -> ShardResult:
     dataset = DatasetTally()
     first: list[tuple[str, int]] = []
     last: list[str] = []
+    sides: set[tuple[str, str]] = set()
 
-    def observed(samples: Iterable[PlainSample]) -> Iterator[PlainSample]:
+    def observed(samples: Iterable[PlainSample], sides_out: BinaryIO) -> Iterator[PlainSample]:
         for sample in samples:
             if not first:
                 first.append((sample.trajectory_id, sample.turn))
             last[:] = [sample.trajectory_id]
+            side = (sample.trajectory_id, side_of(sample))
+            if side not in sides:  # the merge checks that no trajectory is on both sides across shards
+                sides.add(side)
+                sides_out.write(orjson.dumps([*side, sample.id], option=orjson.OPT_APPEND_NEWLINE))
             yield dataset.add(sample)
 
     uses_dedup = any(s.name == "dedup" for s in config.steps)
-    with open(keys_file, "wb") as keys_out:
+    with open(keys_file, "wb") as keys_out, open(sides_file, "wb") as sides_out:
         dedup = seeded_dedup(read_keys(task.preseen_file), keys_out)
         source = None if shard.whole else shard_source(shard, counts)
         try:
             samples = observed(pipe.plain_samples(sub, counters=counters, reports=reports, source=source,
-                                                  steps={"dedup": dedup}))
+                                                  steps={"dedup": dedup}), sides_out)
             result.output = pipe._write_output(samples, output)
         except DataError as err:
             result.error = ShardError(message=err.message, path=err.path, line=err.line,
@@ -179,6 +189,7 @@ def run_shard(task: ShardTask) -> ShardResult:
     result.ingest = reports[0] if reports else IngestReport()
     result.dataset = dataset.stats()
     result.keys_file = str(keys_file) if uses_dedup else None
+    result.sides_file = str(sides_file)
     result.lines, result.records = counts["lines"], counts["records"]
     result.first = first[0] if first else None
     result.last_trajectory = last[0] if last else None

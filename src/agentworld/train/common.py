@@ -56,13 +56,14 @@ class TrainResult:
 def load_samples(config: Any) -> Iterator[TrainSample]:
     """Samples from a pipeline config file, or from ``data`` inputs through the default pipeline steps.
 
-    The default steps are the pipeline's (cleaning, expansion, dedup, mask) without the split:
-    recipes hold out their own eval rows by trajectory. Samples come out in trajectory order.
+    A pipeline config's own ``split`` step is kept: its samples carry the side ``data process``
+    gives them, and :func:`held_out` follows it, so a recipe evaluates on what the pipeline's eval
+    file holds and never trains on it. The default steps for ``data`` inputs are the pipeline's
+    (cleaning, expansion, dedup, mask) without a split: the recipe holds out its own eval rows by
+    trajectory (``eval_fraction``). Samples come out in trajectory order.
     """
     if config.pipeline is not None:
-        pipe = PipelineConfig.load(config.pipeline)
-        pipe = pipe.model_copy(update={"steps": [s for s in pipe.steps if s.name != "split"]})
-        yield from iter_samples(pipe)
+        yield from iter_samples(PipelineConfig.load(config.pipeline))
     elif config.data:
         pipe = PipelineConfig(inputs=config.data, mask=config.mask, seed=config.seed,
                               output=OutputSpec(path=config.output_dir / "unused.jsonl"),
@@ -73,8 +74,14 @@ def load_samples(config: Any) -> Iterator[TrainSample]:
         yield from read_samples(Path(rejection))
 
 
-def held_out(key: str, config: TrainCommon) -> bool:
-    """Whether rows keyed ``key`` (a trajectory id) go to the eval side: a stable hash, by seed."""
+def held_out(key: str, config: TrainCommon, split: str | None = None) -> bool:
+    """Whether rows keyed ``key`` (a trajectory id) go to the eval side.
+
+    A sample split by the data pipeline (``split``: ``train``/``eval``) stays on its side; an unsplit
+    one is held out by a stable hash of ``key`` under ``seed`` (``eval_fraction``).
+    """
+    if split is not None:
+        return split == "eval"
     return config.eval_fraction > 0 and stable_unit(config.seed, "train-eval", key) < config.eval_fraction
 
 

@@ -53,7 +53,8 @@ class TrainCommon(BaseModel):
     save_steps: int = Field(500, ge=1, description="Save a checkpoint every this many steps.")
     logging_steps: int = Field(10, ge=1, description="Log the training loss every this many steps.")
     eval_fraction: float = Field(0.0, ge=0.0, lt=1.0,
-                                 description="Share of trajectories held out for eval loss.")
+                                 description="Share of trajectories held out for eval loss (samples "
+                                 "a pipeline config's split step placed keep their side instead).")
 
     @classmethod
     def load(cls: type[C], path: str | Path, **overrides: Any) -> C:

@@ -104,11 +104,12 @@ def mix(trajectory_rows: list[dict[str, Any]], corpus_rows: list[dict[str, Any]]
 
 
 def build_rows(config: CPTConfig, tokenizer: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Train and eval rows: trajectories split by id (eval_fraction), text corpora on the train side."""
+    """Train and eval rows: trajectories on the pipeline's side where it split them, else split by id
+    (``eval_fraction``); text corpora on the train side."""
     train_rows: list[dict[str, Any]] = []
     eval_rows: list[dict[str, Any]] = []
     for turns in trajectories(load_samples(config)):
-        side = eval_rows if held_out(turns[0].trajectory_id, config) else train_rows
+        side = eval_rows if held_out(turns[0].trajectory_id, config, turns[0].split) else train_rows
         side.extend(windows(cpt_row(turns, tokenizer), config.max_length))
     corpus = list(text_rows(config.text_corpora, tokenizer, config.max_length))
     return mix(train_rows, corpus, config.mix_ratio, config.seed), eval_rows

@@ -151,7 +151,8 @@ def completion_text(sample: TrainSample, reasoning: str) -> str:
 
 
 def sft_rows(samples: Iterable[TrainSample], config: SFTConfig) -> list[dict[str, Any]]:
-    """Prompt/completion rows (plus ``variant``, ``sample_id``, ``trajectory_id``) of the kept samples."""
+    """Prompt/completion rows (plus ``variant``, ``sample_id``, ``trajectory_id``, ``split``) of the kept
+    samples."""
     cache: dict[str, list[str]] = {}
     optimized = load_variants(config.system_prompts_from) if config.system_prompts_from else {}
     rows = []
@@ -170,15 +171,15 @@ def sft_rows(samples: Iterable[TrainSample], config: SFTConfig) -> list[dict[str
             rows.append({"prompt": [{"role": "system", "content": variants[variant]}, *history,
                                     {"role": "user", "content": sample.action}],
                          "completion": completion, "variant": variant, "sample_id": sample.id,
-                         "trajectory_id": sample.trajectory_id})
+                         "trajectory_id": sample.trajectory_id, "split": sample.split})
     return rows
 
 
 def build_rows(config: SFTConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Train and eval rows, split by trajectory (``eval_fraction``)."""
+    """Train and eval rows: the pipeline's split where it made one, else by trajectory (``eval_fraction``)."""
     rows = sft_rows(load_samples(config), config)
-    eval_rows = [r for r in rows if held_out(r["trajectory_id"], config)]
-    return [r for r in rows if not held_out(r["trajectory_id"], config)], eval_rows
+    eval_rows = [r for r in rows if held_out(r["trajectory_id"], config, r["split"])]
+    return [r for r in rows if not held_out(r["trajectory_id"], config, r["split"])], eval_rows
 
 
 def run_sft(config: SFTConfig) -> TrainResult:
