@@ -23,6 +23,7 @@ from agentworld.domains.actions import format_tool_action
 from agentworld.domains.base import plugin, resolve
 from agentworld.domains.content import mask
 from agentworld.domains.rules import Session
+from agentworld.domains.swe.record import Call as SweCall
 from agentworld.domains.swe.record import (
     SweScenario,
     load_swe_scenarios,
@@ -259,6 +260,26 @@ def test_normalise_fixes_test_durations_only() -> None:
             "Ran 3 tests in 0.002s\nin 2.5s\n455 tests collected in 0.39s")
     assert normalise(text) == ("....\n455 passed in 0.50s\n== 1 failed, 2 passed, 3 deselected in 0.50s ==\n"
                                "Ran 3 tests in 0.050s\nin 2.5s\n455 tests collected in 0.50s")
+
+
+def test_normalise_fixes_a_summary_on_the_output_line() -> None:
+    """``pytest -q | tail -1``: the summary is the output's first line, on the ``Output:`` line; its
+    duration changed between recordings until the rewrite allowed that prefix (issue 21 §4)."""
+    result = ("Command: python3 -m pytest -q | tail -1\nDirectory: (root)\nOutput: 455 passed in 0.67s\n"
+              "Error: (none)\nExit Code: 0")
+    assert normalise(result) == result.replace("0.67s", "0.50s")
+    assert normalise("Output: Ran 3 tests in 0.002s") == "Output: Ran 3 tests in 0.050s"
+    assert normalise("Output: 455 passed in 0.67s") == normalise("Output: 455 passed in 1.02s")
+
+
+def test_a_first_line_summary_records_the_same_twice() -> None:
+    with Workspace(config=WorkspaceConfig(git=False)) as ws:
+        if "Exit Code: 0" not in ws.call("run_shell_command", {"command": "python3 -c 'import pytest'"}):
+            pytest.skip("the OS's python3 has no pytest (apt-get install python3-pytest)")
+    tail = SweScenario("tail-1", "inflection", (SweCall("run_shell_command", {
+        "command": "python3 -m pytest -q test_inflection.py | tail -1", "is_background": False}),))
+    first, second = (record_swe(tail, seed=1).turns[0].observation for _ in range(2))
+    assert "\nOutput: 455 passed in 0.50s\n" in first and first == second
 
 
 KILL_SCENARIO = {"name": "sleeper", "repo": "six", "calls": [

@@ -1,4 +1,5 @@
-"""Text signals shared by cleaning and masking: a tokenizer, action/observation bodies, error patterns.
+"""Text signals shared by cleaning and masking: a tokenizer, action/observation bodies, error patterns
+(observation bodies and errors come from :mod:`agentworld.domains.failures`, which the simulator reads too).
 
 The statistics of :mod:`agentworld.data.masking` and the retry detection of
 :mod:`agentworld.data.process` must agree on what a "token", an "action" and an "error" are, so
@@ -15,13 +16,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
 import orjson
 
-from agentworld.domains.base import plugin
-from agentworld.domains.error_patterns import COMMON_ERRORS, ERROR_HINTS
-from agentworld.schema import OBSERVATION_MARKER
+from agentworld.domains.failures import error_patterns as error_patterns
+from agentworld.domains.failures import is_error as is_error
+from agentworld.domains.failures import observation_body as observation_body
 
 Tokenizer = Callable[[str], list[str]]
 
@@ -72,14 +72,6 @@ _FENCE_RE = re.compile(r"```(?<![^\n]```)\w*$", re.M)
 """A code fence line, ``^```\\w*$`` (multi-line): written to start with the backticks, so the regex
 engine scans for them as a literal instead of trying the pattern at every position; the
 look-behind puts them at a line start (after a newline, or at the start of the text)."""
-
-
-def observation_body(text: str) -> str:
-    """The observation without its ``**Environment Observation:**`` header (framing, not content)."""
-    text = text.lstrip()
-    if text.startswith(OBSERVATION_MARKER):
-        text = text[len(OBSERVATION_MARKER):]
-    return text.strip("\n")
 
 
 def strip_markup(text: str) -> str:
@@ -152,68 +144,3 @@ def normalise_action(text: str) -> str:
         return orjson.dumps(orjson.loads(body), option=orjson.OPT_SORT_KEYS).decode()
     except orjson.JSONDecodeError:
         return " ".join(body.split())
-
-
-# -- error patterns ------------------------------------------------------------------------------
-
-
-def error_patterns(domain: str) -> tuple[str, ...]:
-    """The regular expressions (compiled with ``re.M``) marking an observation of ``domain`` as an error:
-    its plugin's ``error_patterns`` (the common ones for an unknown domain)."""
-    found = plugin(domain)
-    return found.error_patterns if found is not None else COMMON_ERRORS
-
-
-_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
-
-
-@lru_cache(maxsize=64)
-def _error_re(domain: str, patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.M)
-
-
-@lru_cache(maxsize=64)
-def _error_hints(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
-    """The (case-sensitive, lower-case) texts one of which an error must contain; None: unknown."""
-    cased: list[str] = []
-    lowered: list[str] = []
-    for pattern in patterns:
-        hints = ERROR_HINTS.get(pattern) or ((pattern,) if _REGEX_SYNTAX.isdisjoint(pattern) else None)
-        if hints is None:
-            return None
-        for hint in hints:
-            (lowered if hint.startswith("(?i)") else cased).append(hint.removeprefix("(?i)"))
-    return tuple(cased), tuple(lowered)
-
-
-def is_error(observation: str, domain: str, patterns: tuple[str, ...] | None = None) -> bool:
-    """Whether ``observation`` reports a failure, by the patterns of ``domain`` (:func:`error_patterns`).
-
-    A pattern match is evidence, not proof: a file that merely *contains* ``Error:`` reads as an
-    error too. Both cleaning and masking accept that bias (errors keep their loss by default).
-    ``patterns``: ``error_patterns(domain)`` when the caller has them already (a pipeline step looks
-    them up once per domain, not once per observation).
-    """
-    if patterns is None:
-        patterns = error_patterns(domain)
-    hints = _error_hints(patterns)
-    if hints is not None and not any(map(observation.__contains__, hints[0])) \
-            and not (hints[1] and any(map(observation.lower().__contains__, hints[1]))):
-        return False
-    if len(observation) <= _MEMO_MAX_CHARS:
-        return _remembered_is_error(observation, domain, patterns)
-    return _search_error(observation, domain, patterns)
-
-
-_MEMO_MAX_CHARS = 8192
-
-
-@lru_cache(maxsize=512)
-def _remembered_is_error(observation: str, domain: str, patterns: tuple[str, ...]) -> bool:
-    """:func:`is_error` remembered: cleaning and masking ask about the same observations a few
-    samples apart, and the search is a good part of either's cost (memory: at most 512 small texts)."""
-    return _search_error(observation, domain, patterns)
-
-
-def _search_error(observation: str, domain: str, patterns: tuple[str, ...]) -> bool:
-    return bool(_error_re(domain, patterns).search(observation_body(observation)))

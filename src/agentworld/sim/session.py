@@ -14,6 +14,7 @@ import hashlib
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
+from agentworld.domains.failures import is_error
 from agentworld.domains.hooks import ParsedAction, RawAction, domain_actions, fault_template
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.errors import AgentWorldError, BackendError
@@ -238,7 +239,8 @@ class Simulator:
                 fault = fault.model_copy(update={"detail": {**fault.detail, **extra}})
                 meta.update(extra)
         return StepResult(observation=shown, source=source, turn=turn, fault=fault, repaired=repaired,
-                          contradictions=contradictions, meta=meta, **calls.fields())
+                          contradictions=contradictions, meta=meta,
+                          is_error=is_error(shown, self._spec.domain), **calls.fields())
 
     async def _checked(self, text: str, calls: CallTally) -> tuple[str, list[str], bool]:
         """Model answer → ledger check → re-ask with the conflicts named → deterministic repair."""

@@ -47,7 +47,9 @@ class StepResult(BaseModel):
     contradictions: list[str] = Field(default_factory=list)
     """Conflicts with the state ledger found in the model's first answer."""
     is_error: bool = False
-    """The observation is an error result (invalid call, injected fault)."""
+    """The observation is an error result: an invalid call, an injected fault, or an answer (the world
+    model's or the real environment's) that the domain's ``error_patterns`` call a failure
+    (:func:`agentworld.domains.failures.is_error`, the definition the data pipeline uses too)."""
     meta: dict[str, Any] = Field(default_factory=dict)
 
 

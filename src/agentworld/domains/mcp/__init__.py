@@ -22,4 +22,5 @@ PLUGIN = DomainPlugin(
     ledger="agentworld.domains.mcp.ledger:open_ledger",
     error_patterns=(*COMMON_ERRORS, r"^\s*(?i:error)\b", *MCP_ERRORS),
     probes="agentworld.domains.mcp.probes:generate",
+    extra={"vocabulary": "agentworld.domains.mcp.vocabulary:VOCABULARY"},
 )

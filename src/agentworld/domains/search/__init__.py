@@ -20,4 +20,5 @@ PLUGIN = DomainPlugin(
     actions="agentworld.domains.search.actions:ACTIONS",
     error_patterns=(*COMMON_ERRORS, *SEARCH_TOOL_ERRORS),
     probes="agentworld.domains.search.probes:generate",
+    extra={"vocabulary": "agentworld.domains.search.vocabulary:VOCABULARY"},
 )

@@ -19,4 +19,5 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=TOOL_SHELL_ERRORS,
     probes="agentworld.domains.swe.probes:generate",
+    extra={"vocabulary": "agentworld.domains.swe.vocabulary:VOCABULARY"},
 )

@@ -36,9 +36,11 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 TOOLS = ("run_shell_command", "read_file", "write_file", "replace", "list_directory", "glob",
          "search_file_content", "todo_write")
 _COUNTS = r"\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|tests? collected)"
-_DURATIONS = (re.compile(rf"(?m)^(=* ?(?:{_COUNTS}[^\n]*?|no tests ran) in )\d+(?:\.\d+)?s"
+_OUTPUT = r"(?:Output: )?"
+"""A shell tool result puts the output's first line on its ``Output:`` line (``pytest -q | tail -1``)."""
+_DURATIONS = (re.compile(rf"(?m)^({_OUTPUT}=* ?(?:{_COUNTS}[^\n]*?|no tests ran) in )\d+(?:\.\d+)?s"
                          r"((?: \([^)\n]*\))? ?=*)$"),
-              re.compile(r"(?m)^(Ran \d+ tests? in )\d+\.\d+s$"))
+              re.compile(rf"(?m)^({_OUTPUT}Ran \d+ tests? in )\d+\.\d+s$"))
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,11 @@ def load_swe_scenarios(path: str | Path) -> list[SweScenario]:
 
 def normalise(text: str) -> str:
     """Test-run durations (pytest's ``… passed in 1.47s``, ``455 tests collected in 0.39s``, unittest's
-    ``Ran 3 tests in 0.002s``) fixed."""
+    ``Ran 3 tests in 0.002s``) fixed, also on a shell result's ``Output:`` line.
+
+    >>> normalise("Output: 455 passed in 0.67s")
+    'Output: 455 passed in 0.50s'
+    """
     text = _DURATIONS[0].sub(r"\g<1>0.50s\g<2>", text)
     return _DURATIONS[1].sub(r"\g<1>0.050s", text)
 

@@ -25,4 +25,5 @@ PLUGIN = DomainPlugin(
     prediction_tasks="agentworld.domains.terminal.prediction_tasks:heldout_tasks",
     plan_tasks="agentworld.domains.terminal.futile:SUITE",
     probes="agentworld.domains.terminal.probes:generate",
+    extra={"vocabulary": "agentworld.domains.terminal.vocabulary:VOCABULARY"},
 )

@@ -17,4 +17,5 @@ PLUGIN = DomainPlugin(
     error_patterns=(*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
     gui=True,
     probes="agentworld.domains.web.probes:generate",
+    extra={"vocabulary": "agentworld.domains.web.vocabulary:VOCABULARY"},
 )
