@@ -29,9 +29,10 @@ def test_demo_train_builds_trains_and_reports(tmp_path: Path) -> None:
     assert all(p["truth"] and {"before", "after", "rules_before"} <= p.keys() for p in predictions)
     assert result.rules_before == pytest.approx(sum(p["rules_before"] for p in predictions) / 2)
     # the trivial baselines are scored on the same rows: knowing the format beats an empty answer
-    assert set(result.baselines) == {"frame_only", "empty", "repeat_previous"}
+    assert set(result.baselines) == {"frame_only", "empty", "repeat_previous", "constant"}
     assert result.baselines["frame_only"] > result.baselines["empty"] == 0.0
     assert saved["baselines"] == result.baselines and "skill_after" in saved
+    assert result.strongest == max(result.baselines.values()) and "skill_over_strongest_after" in saved
     assert 0.0 <= result.closed_before <= 1.0 and 0.0 <= result.closed_after <= 1.0
     assert 0.0 <= result.frame_before <= 100.0 and 0.0 <= result.frame_after <= 100.0
     assert (tmp_path / "demo" / "model-init" / "config.json").exists()

@@ -90,6 +90,11 @@ class TrainDemoResult:
     skill_before: float | None
     """``rules_before`` as skill over the frame-only baseline, ``(s - b) / (100 - b)``."""
     skill_after: float | None
+    strongest: float
+    """The best trivial predictor's mean on the same rows (:func:`agentworld.eval.baselines.strongest`)."""
+    skill_over_strongest_before: float | None
+    """``rules_before`` as skill over :attr:`strongest`: above 0 only where the model beats every one."""
+    skill_over_strongest_after: float | None
     predicted: int
     seconds: float
     cpu_seconds: float
@@ -169,7 +174,7 @@ def _mean(values: list[float]) -> float:
 def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> TrainDemoResult:
     """Build, measure, train, measure again; print the table and write the report."""
     from agentworld.corpus import corpus_path
-    from agentworld.eval.baselines import mean_baselines, skill
+    from agentworld.eval.baselines import mean_baselines, skill, strongest
     from agentworld.train.config import SFTConfig
     from agentworld.train.sft import build_rows, run_sft
     from agentworld.train.tiny import build_tiny
@@ -207,7 +212,9 @@ def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> T
         closed_before=_mean([float(_closed(t)) for t in before]),
         closed_after=_mean([float(_closed(t)) for t in after]),
         baselines=trivial, skill_before=skill(_mean(scores_before), trivial["frame_only"]),
-        skill_after=skill(_mean(scores_after), trivial["frame_only"]),
+        skill_after=skill(_mean(scores_after), trivial["frame_only"]), strongest=strongest(trivial),
+        skill_over_strongest_before=skill(_mean(scores_before), strongest(trivial)),
+        skill_over_strongest_after=skill(_mean(scores_after), strongest(trivial)),
         predicted=len(probe), seconds=time.monotonic() - started,
         cpu_seconds=time.process_time() - cpu_started)
     _show(demo, console)
@@ -241,10 +248,13 @@ def _show(demo: TrainDemoResult, console: Console) -> None:
     table.add_row(f"closed <{TAG}> blocks", f"{demo.closed_before:.0%}", f"{demo.closed_after:.0%}")
     table.add_row("skill over frame-only (0 = knows only the format, 1 = perfect)", _fmt(demo.skill_before),
                   _fmt(demo.skill_after))
+    table.add_row(f"skill over the strongest trivial predictor ({demo.strongest:.2f})",
+                  _fmt(demo.skill_over_strongest_before), _fmt(demo.skill_over_strongest_after))
     console.print(table)
     b = demo.baselines
     console.print(f"trivial predictors on the same turns: frame-only (echo + prompt) {b['frame_only']:.2f}, "
-                  f"empty {b['empty']:.2f}, previous observation repeated {b['repeat_previous']:.2f}")
+                  f"empty {b['empty']:.2f}, previous observation repeated {b['repeat_previous']:.2f}, "
+                  f"the corpus's most common answer to the command {b['constant']:.2f}")
 
 
 def _report(demo: TrainDemoResult) -> str:
