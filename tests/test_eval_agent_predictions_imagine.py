@@ -74,7 +74,8 @@ def test_offline_cli_imagines_with_retrieval_on_real_executions(tmp_path: Path) 
     corpus = ("--model-corpus", str(corpus_path("terminal")), "--model-corpus", str(recorded))
     default = _cli(tmp_path / "default", "--model", "retrieval", *corpus, "--limit", "1", "--json")
     assert default.returncode == 0, default.stderr
-    kept = _cli(tmp_path / "kept", "--model", "retrieval", *corpus, "--keep-heldout", "--limit", "1", "--json")
+    kept = _cli(tmp_path / "kept", "--model", "retrieval", *corpus, "--keep-heldout", "--limit", "1",
+                "--json")
     assert kept.returncode == 0, kept.stderr
     low, high = (json.loads(r.stdout)["domains"]["terminal"] for r in (default, kept))
     assert low["tasks"] == high["tasks"] == 1 and low["steps"] == high["steps"] > 0
