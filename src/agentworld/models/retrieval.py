@@ -320,7 +320,7 @@ class RetrievalBackend:
 
     def self_answers(self, samples: Sequence[BenchSample]) -> SelfAnswers:
         """How many of ``samples`` the index would answer from their own recording."""
-        return self_answers(samples, self.index.recordings, self.index.left_out)
+        return self_answers(samples, self.index.recordings)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
         query = parse_query(request, self.index.domain_of(request))

@@ -59,8 +59,6 @@ class SelfAnswers:
     answered: int
     """Samples whose own recording is in the index."""
     total: int
-    left_out: int = 0
-    """Recordings of evaluated samples that were left out of the index."""
 
     def warning(self) -> str | None:
         """The one line a run prints when the index can answer samples from their own recording."""
@@ -71,13 +69,10 @@ class SelfAnswers:
                 "them out")
 
 
-def self_answers(samples: Collection[BenchSample], indexed: Collection[Recording],
-                 left_out: Collection[Recording] = ()) -> SelfAnswers:
+def self_answers(samples: Collection[BenchSample], indexed: Collection[Recording]) -> SelfAnswers:
     """Count ``samples`` whose own recording is among the ``indexed`` ones."""
-    indexed, left_out = frozenset(indexed), frozenset(left_out)
-    own = recordings_of(samples)
-    return SelfAnswers(answered=sum(recording_of(s) in indexed for s in samples), total=len(samples),
-                       left_out=len(own & left_out))
+    held = frozenset(indexed)
+    return SelfAnswers(answered=sum(recording_of(s) in held for s in samples), total=len(samples))
 
 
 __all__ = ["Recording", "SelfAnswers", "leaving_out", "recording_of", "recordings_of", "self_answers",
