@@ -4,8 +4,8 @@ What it measures: ``agentworld eval agent-predictions --model NAME`` over the bu
 held-out tasks (scenarios kept out of the shipped corpus), every action run for real in the sandboxed
 shell, with the scripted agent whose *imagination* is a world model
 (:class:`agentworld.eval.agentpred_imagine.ImaginingAgent`): before each fixed action it asks the world
-model (default: the offline ``retrieval`` backend over the shipped corpus, the held-out tasks' own
-recordings left out of it as ``agentworld demo`` does; ``--keep-heldout`` keeps them) what the action
+model (default: the offline ``retrieval`` backend over the shipped corpus, which holds no recording of
+the held-out tasks; ``--keep-heldout`` matters only for a corpus that does) what the action
 will show, given the real history it has seen, and answers with that prediction. Beside it, from the
 same run, the trivial baselines the summary always carries: an empty prediction and "repeat the
 previous observation".

@@ -35,7 +35,7 @@ def test_demo_records_simulates_scores_and_reports_every_real_domain(tmp_path: P
     rows = [r for d in REAL for r in read_journal(data / f"{d}_test.jsonl")]
     heldout = json.loads((Path(str(files("agentworld.domains.terminal"))) / "heldout.json").read_text())
     terminal = {r["id"].rpartition("-t")[0] for r in rows if r["task"].endswith("terminal")}
-    assert terminal == set(heldout)
+    assert terminal == {s["name"] for s in heldout}
     assert all(r["meta"]["source"] == "real" for r in rows if r["task"].endswith("terminal"))
     preds = list(read_journal(report.parent / "predictions.jsonl"))
     assert len(preds) == len(rows) and all(p["source"] == "retrieval" for p in preds)

@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from agentworld.corpus import corpus_path
+from agentworld.domains.base import plugin
 from agentworld.envs import missing_tools
 from agentworld.eval.agentpred import AgentPredConfig, select_tasks
-from agentworld.eval.agentpred_imagine import imagination, trajectory_of
+from agentworld.eval.agentpred_imagine import imagination
+from agentworld.models.retrieval_own import trajectory_id as trajectory_of
 
 needs_sandbox = pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None, reason=(
     f"needs bubblewrap and tmux (missing: {missing_tools() or ['tmux']})"))
@@ -34,20 +37,45 @@ def _sources(config: AgentPredConfig) -> set[str]:
     return {trajectory_of(t.source) for t in backend.index.transitions}  # type: ignore[attr-defined]
 
 
+def _named_like(task_ids: list[str], out: Path) -> Path:
+    """Rows of shipped recordings renamed to the tasks' ids: a corpus holding recordings *named* like the
+    tasks (leaving out is by name; the real-recording case is the sandbox test below)."""
+    rows = [json.loads(line) for line in corpus_path("terminal").read_text().splitlines()[:len(task_ids)]]
+    out.write_text("".join(json.dumps({**row, "id": f"{task}-t{row['turn_idx']}"}) + "\n"
+                           for task, row in zip(task_ids, rows, strict=True)))
+    return out
+
+
 def test_retrieval_imagination_leaves_the_tasks_recordings_out(tmp_path: Path) -> None:
     config = AgentPredConfig(model="retrieval", domains=["terminal"], out=tmp_path / "run")
     held_out = {t.id for t in select_tasks(config)}
     assert held_out
+    assert not held_out & _sources(config), "the shipped corpus holds no recording of a held-out task"
+    named = _named_like(sorted(held_out), tmp_path / "named.jsonl")
+    config = config.model_copy(update={"model_corpus": [corpus_path("terminal"), named]})
     assert held_out <= _sources(config.model_copy(update={"keep_heldout": True}))
     assert not held_out & _sources(config)
+
+
+def _record_first_task(out: Path) -> Path:
+    from agentworld.domains.terminal.record import load_scenarios, record_to_jsonl
+
+    terminal = plugin("terminal")
+    assert terminal is not None
+    first = load_scenarios(terminal.data_file(terminal.heldout_scenarios) or "")[0]
+    assert record_to_jsonl([first], out).rows > 0
+    return out
 
 
 @pytest.mark.sandbox
 @needs_sandbox
 def test_offline_cli_imagines_with_retrieval_on_real_executions(tmp_path: Path) -> None:
-    default = _cli(tmp_path / "default", "--model", "retrieval", "--limit", "1", "--json")
+    recorded = _record_first_task(tmp_path / "first_task.jsonl")  # the task --limit 1 runs
+    corpus = ("--model-corpus", str(corpus_path("terminal")), "--model-corpus", str(recorded))
+    default = _cli(tmp_path / "default", "--model", "retrieval", *corpus, "--limit", "1", "--json")
     assert default.returncode == 0, default.stderr
-    kept = _cli(tmp_path / "kept", "--model", "retrieval", "--keep-heldout", "--limit", "1", "--json")
+    kept = _cli(tmp_path / "kept", "--model", "retrieval", *corpus, "--keep-heldout", "--limit", "1",
+                "--json")
     assert kept.returncode == 0, kept.stderr
     low, high = (json.loads(r.stdout)["domains"]["terminal"] for r in (default, kept))
     assert low["tasks"] == high["tasks"] == 1 and low["steps"] == high["steps"] > 0

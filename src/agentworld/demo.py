@@ -75,13 +75,6 @@ def record_domain(plugin: DomainPlugin, data_file: Path, seed: int, console: Con
     return rows > 0
 
 
-def trajectory_ids(files: list[Path]) -> set[str]:
-    """The trajectories the demo recorded (a row id is ``<trajectory>-t<turn>``)."""
-    from agentworld.io import read_journal
-
-    return {str(row.get("id", "")).rpartition("-t")[0] for file in files for row in read_journal(file)}
-
-
 def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     """Run the whole demo; returns the path of the HTML report."""
     from rich.console import Console
@@ -92,7 +85,6 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     from agentworld.eval.runner import run_eval
     from agentworld.eval.score import render
     from agentworld.models.base import ChatBackend
-    from agentworld.models.retrieval import RetrievalBackend, RetrievalIndex, default_corpus
 
     console = console or Console()
     out = Path(config.out)
@@ -109,12 +101,10 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
 
     model: ChatBackend | None = None
     if config.model_base_url is None and config.model == "retrieval":
-        held_out = trajectory_ids(recorded)
-        index = RetrievalIndex(config.model_corpus or default_corpus(),
-                               exclude=lambda row: row.id.rpartition("-t")[0] in held_out)
-        model = RetrievalBackend(index)
-        console.print(f"world model: retrieval baseline over {len(index)} recorded transitions "
-                      f"(the demo's trajectories held out)")
+        # Built by the run: --exclude-own's default leaves each held-out session's own recording out.
+        console.print("world model: the retrieval baseline over "
+                      f"{'--model-corpus' if config.model_corpus else 'the shipped corpora'}, without the "
+                      "recordings of the held-out scenarios")
     elif config.model_base_url is None:
         model = build_backend(config.model, corpus=config.model_corpus)
     console.rule("2. simulate them with the world model, 3. score")
@@ -122,6 +112,7 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")
     run_config = EvalConfig(
         data=recorded, out=run_dir, model=config.model, model_base_url=config.model_base_url,
+        model_corpus=config.model_corpus if model is None and config.model_base_url is None else [],
         model_api_key=config.model_api_key, judge_base_url=config.judge_base_url,
         judge_model=config.judge_model, judge_api_key=config.judge_api_key,
         no_judge=config.judge_base_url is None, temperature=0.0 if model is not None else 0.6,

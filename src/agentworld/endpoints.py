@@ -13,6 +13,7 @@ This module only imports pydantic, so configs built from it stay cheap to import
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,8 @@ def secret(value: SecretStr | None) -> str | None:
 
 
 def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | str | None = None, *,
-                  corpus: list[Path] | None = None, domains: list[str] | None = None, **client: Any) -> Any:
+                  corpus: list[Path] | None = None, domains: list[str] | None = None,
+                  exclude: Callable[[Any], bool] | None = None, **client: Any) -> Any:
     """The backend for one endpoint: an OpenAI-compatible client when ``base_url`` is set (a
     :class:`~agentworld.models.pool.PoolBackend` when it lists several URLs, see :func:`base_urls`),
     otherwise the registered backend called ``name`` (``retrieval`` built from ``corpus`` when given;
@@ -157,6 +159,8 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
     Args:
         domains: the domains it will be asked about; a backend that knows it cannot answer one (the
             retrieval baseline without recordings of it) refuses here, before any request.
+        exclude: retrieval only: corpus rows to leave out (a sample's own recording,
+            :func:`agentworld.models.retrieval_own.leaving_out`).
         client: options of the OpenAI-compatible client (``concurrency``, ``max_retries``,
             ``timeout_s``, ``backoff_base_s``); ignored by named backends.
 
@@ -199,7 +203,10 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
                               f"{', '.join(n for n in known if n != 'openai')}")
     if corpus and name != "retrieval":
         raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
-    backend = create_backend(name, corpus=list(corpus)) if corpus else create_backend(name)
+    options: dict[str, Any] = {"corpus": list(corpus)} if corpus else {}
+    if exclude is not None:
+        options["exclude"] = exclude
+    backend = create_backend(name, **options)
     check = getattr(backend, "check_domains", None)
     if domains and check is not None:
         check(domains)

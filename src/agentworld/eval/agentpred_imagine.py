@@ -30,6 +30,7 @@ from agentworld.eval.agentpred_prompt import (
 )
 from agentworld.models.base import ChatBackend, ChatRequest, ChatResult
 from agentworld.models.parsing import split_thinking
+from agentworld.models.retrieval_own import Recording, leaving_out
 from agentworld.schema import OBSERVATION_MARKER, Message
 
 if TYPE_CHECKING:
@@ -93,11 +94,6 @@ class ImaginingAgent:
         return ChatResult(content=f"{OPEN}\n{observation}\n{CLOSE}", source=self.name)
 
 
-def trajectory_of(row_id: str) -> str:
-    """The trajectory a corpus row belongs to (rows are ``<trajectory>-t<turn>``)."""
-    return row_id.rpartition("-t")[0]
-
-
 def world_prompts(domains: Iterable[str]) -> dict[str, WorldPrompt]:
     """The world-model prompt of each domain, keyed by the display name the agent's prompt shows."""
     from agentworld.domains.base import plugin
@@ -135,9 +131,9 @@ def imagination(config: AgentPredConfig, tasks: list[PredictionTask]) -> ChatBac
     from agentworld.models.base import create_backend
     from agentworld.models.retrieval import RetrievalBackend
 
-    held_out = set() if config.keep_heldout else {t.id for t in tasks}
+    held_out = set() if config.keep_heldout else {Recording(t.domain, t.id) for t in tasks}
     retrieval = create_backend("retrieval", corpus=list(config.model_corpus) or None,
-                               exclude=lambda row: trajectory_of(row.id) in held_out)
+                               exclude=leaving_out(held_out))
     assert isinstance(retrieval, RetrievalBackend)
     retrieval.check_domains(domains)
     return retrieval

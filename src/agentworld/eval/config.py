@@ -14,7 +14,8 @@ import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
 from agentworld.errors import ConfigMismatchError, DataError
@@ -78,6 +79,19 @@ class InferFields(ModelEndpoint):
     temperature: float = Field(0.6, ge=0, description="Temperature of world-model requests.")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (after --domains).")
     domains: list[str] = Field(default_factory=list, description="Only these domains (repeat or d1,d2).")
+    exclude_own: bool | None = Field(
+        None, description="Retrieval backend only: leave each evaluated sample's own recording (same domain "
+        "and trajectory id) out of the index, so it is predicted, not recalled; --keep-own keeps them "
+        "(an upper bound). Default: left out for recordings of the built-in held-out scenarios; other "
+        "data keeps them and the run warns how many samples they answer.",
+        json_schema_extra={"flags": ["--exclude-own/--keep-own"]})
+
+    @model_validator(mode="after")
+    def _own_needs_retrieval(self) -> InferFields:
+        if self.exclude_own is not None and (self.model != "retrieval" or self.model_base_url):
+            raise PydanticCustomError("exclude_own", "--exclude-own/--keep-own applies to --model retrieval "
+                                      "only (without --model-base-url)")
+        return self
 
     @field_validator("domains")
     @classmethod
@@ -111,9 +125,9 @@ def _kind(config_cls: type[BaseModel], name: str) -> str:
     return "judge" if isinstance(extra, dict) and extra.get("judge") else "infer"
 
 
-_OMITTED_WHEN_EMPTY = ("model_corpus",)
-"""Fields added after the first run-folder layout: left out of ``config.json`` while unset, so runs
-written before them resume unchanged."""
+_OMITTED_WHEN_EMPTY = ("model_corpus", "exclude_own")
+"""Fields added after the first run-folder layout: left out of ``config.json`` while unset (``None`` or
+empty), so runs written before them resume unchanged."""
 
 
 def fingerprint_file(paths: list[Path]) -> str:
@@ -156,7 +170,7 @@ def resolved_sections(config: BaseModel, extras: dict[str, Any]) -> dict[str, An
     dumped = config.model_dump(mode="json")
     for name in type(config).model_fields:
         kind = _kind(type(config), name)
-        if kind == "runtime" or (name in _OMITTED_WHEN_EMPTY and not dumped[name]):
+        if kind == "runtime" or (name in _OMITTED_WHEN_EMPTY and dumped[name] in (None, [])):
             continue
         sections[kind][name] = _stored_value(name, dumped[name])
     for key, value in extras.items():

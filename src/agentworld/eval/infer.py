@@ -7,6 +7,7 @@ content is kept so a later judging or re-parsing never needs the model again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import SecretStr
@@ -62,7 +63,8 @@ def select_samples(config: InferFields) -> list[BenchSample]:
 
 
 def make_backend(name: str, base_url: str | None, api_key: SecretStr | None, config: RuntimeFields,
-                 corpus: list[Path] | None = None) -> ChatBackend:
+                 corpus: list[Path] | None = None,
+                 exclude: Callable[[BenchSample], bool] | None = None) -> ChatBackend:
     """The backend of one endpoint (:func:`agentworld.endpoints.build_backend`) with the run's HTTP settings.
 
     Raises:
@@ -70,7 +72,7 @@ def make_backend(name: str, base_url: str | None, api_key: SecretStr | None, con
     """
     try:
         backend: ChatBackend = build_backend(
-            name, base_url, api_key, corpus=corpus or None, concurrency=config.concurrency,
+            name, base_url, api_key, corpus=corpus or None, exclude=exclude, concurrency=config.concurrency,
             max_retries=config.max_retries, timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
     except (TypeError, ValueError) as exc:
         secret = api_key.get_secret_value() if api_key is not None else None

@@ -140,10 +140,13 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
     archive = _check_config(config.out, stored, sections, judging, rejudge)
     if predicting and model is None:
         model = make_backend(config.model, config.model_base_url, config.model_api_key, config,
-                             corpus=config.model_corpus)
+                             corpus=config.model_corpus, exclude=_own_left_out(config, samples))
     check_domains = getattr(model, "check_domains", None) if predicting else None
     if check_domains is not None:  # a backend that cannot answer a domain says so before any request
         check_domains(sorted({s.domain for s in samples}))
+    self_answers = getattr(model, "self_answers", None) if predicting else None
+    if self_answers is not None and (warning := self_answers(samples).warning()):
+        print(warning, file=sys.stderr)
     if judging and judge is None:
         judge = _judge_backend(config)
     _write_config(config.out, sections, archive)
@@ -155,6 +158,17 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
                     judge=judge if judging else None, settings=settings, config=config,
                     rules=load_rules() if config.rules else None, reference=reference,
                     meta=run_meta(sections))
+
+
+def _own_left_out(config: EvalConfig, samples: list[BenchSample]) -> Callable[[BenchSample], bool] | None:
+    """The retrieval backend's ``exclude``: the samples' own recordings ``--exclude-own`` leaves out."""
+    if config.model != "retrieval" or config.model_base_url:
+        return None
+    from agentworld.eval.own_recordings import recordings_to_leave_out
+    from agentworld.models.retrieval_own import leaving_out
+
+    left = recordings_to_leave_out(config.exclude_own, samples)
+    return leaving_out(left) if left else None
 
 
 def _url(value: Any) -> str | None:

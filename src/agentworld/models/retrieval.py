@@ -26,6 +26,7 @@ from agentworld.domains.retrieval_keys import ActionKey, retrieval_keys
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatRequest, ChatResult, register_backend
 from agentworld.models.retrieval_corpus import CorpusItem, corpus_rows, default_corpus, describe_corpus
+from agentworld.models.retrieval_own import Recording, SelfAnswers, recording_of, self_answers
 from agentworld.schema import BenchSample, Message
 
 FIX = "--model-corpus PATH (AgentWorldBench or unified JSONL files or folders)"
@@ -104,8 +105,12 @@ class RetrievalIndex:
         corpus: AgentWorldBench or unified-trajectory JSONL files and folders, rows (dicts or
             :class:`BenchSample`) or :class:`~agentworld.schema.Trajectory` objects, of any domains.
         exclude: rows for which this is true are left out, so a demo can evaluate scenarios
-            the index has never seen.
+            the index has never seen (:func:`~agentworld.models.retrieval_own.leaving_out`).
         label: what the corpus is, for error messages (default: the paths given).
+
+    Attributes:
+        recordings: the recordings (domain, trajectory) the index holds rows of.
+        left_out: the recordings ``exclude`` left out.
     """
 
     EXACT_W = 0.10
@@ -123,9 +128,13 @@ class RetrievalIndex:
         self.transitions: list[Transition] = []
         system_domains: dict[str, set[str]] = {}
         counts: list[Counter[str]] = []
+        indexed: set[Recording] = set()
+        left_out: set[Recording] = set()
         for row in corpus_rows(items):
             if exclude is not None and exclude(row):
+                left_out.add(recording_of(row))
                 continue
+            indexed.add(recording_of(row))
             dom, keys = row.domain, retrieval_keys(row.domain)
             system_domains.setdefault(row.system_str.strip(), set()).add(dom)
             for j, (act, obs) in enumerate(zip(row.prompt, row.response, strict=False)):
@@ -141,6 +150,7 @@ class RetrievalIndex:
                 elif row.turn_idx == j + 1:  # the row that asks for this turn names it
                     at = seen[ident]
                     self.transitions[at] = replace(self.transitions[at], source=row.id)
+        self.recordings, self.left_out = frozenset(indexed), frozenset(left_out)
         df: Counter[str] = Counter(f for c in counts for f in c)
         n = len(counts)
         self._idf = {f: math.log((1 + n) / (1 + d)) + 1.0 for f, d in df.items()}
@@ -297,7 +307,9 @@ class RetrievalBackend:
 
     def __init__(self, index: RetrievalIndex, name: str = "retrieval") -> None:
         if not len(index):
-            raise EmptyCorpusError(f"the retrieval corpus ({index.label}) is empty: build it from "
+            why = (f" once the {len(index.left_out)} recording(s) of the evaluated samples are left out "
+                   "(--keep-own keeps them)" if index.left_out else "")
+            raise EmptyCorpusError(f"the retrieval corpus ({index.label}) is empty{why}: build it from "
                                    f"recordings with {FIX}")
         self.index = index
         self.name = name
@@ -305,6 +317,10 @@ class RetrievalBackend:
     def check_domains(self, domains: Iterable[str]) -> None:
         """Refuse up front what :meth:`complete` would refuse (:meth:`RetrievalIndex.check_domains`)."""
         self.index.check_domains(domains)
+
+    def self_answers(self, samples: Sequence[BenchSample]) -> SelfAnswers:
+        """How many of ``samples`` the index would answer from their own recording."""
+        return self_answers(samples, self.index.recordings)
 
     async def complete(self, request: ChatRequest) -> ChatResult:
         query = parse_query(request, self.index.domain_of(request))

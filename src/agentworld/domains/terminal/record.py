@@ -110,8 +110,9 @@ def _parse_scenario(item: Any, *, path: str, index: int) -> Scenario:
 def load_scenarios(path: str | Path) -> list[Scenario]:
     """Read a scenario file, or every ``*.json`` of a folder (sorted); names must be unique.
 
-    An item that is a string names a built-in scenario (how the held-out list of the demo,
-    ``heldout.json``, refers to scenarios without copying them).
+    An item that is a string names a built-in scenario, so a file can list scenarios without copying
+    them. The held-out scenarios (``heldout.json``) are written out in full instead: they are not in
+    the built-in folder, so a corpus recorded from it never holds them.
 
     Raises:
         DataError: naming the file, the scenario index and the bad field.
