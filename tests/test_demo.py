@@ -12,7 +12,9 @@ from rich.console import Console
 
 from agentworld.demo import DemoConfig, run_demo
 from agentworld.eval.baselines import BASELINES, skill
+from agentworld.eval.contract import measure_contract
 from agentworld.io import read_journal
+from agentworld.schema import load_samples
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -51,11 +53,22 @@ def test_demo_records_simulates_scores_and_reports_every_real_domain(tmp_path: P
         assert n > 0 and tier["n"] == n and 0 < rules["overall"] < 100, domain
         assert tier["overall"] == pytest.approx(rules["overall"], abs=0.01)
         assert tier["skill_over_frame_only"] == skill(tier["overall"], tier["baselines"]["frame_only"])
+        assert tier["strongest"] == max(tier["baselines"].values())
+        assert tier["skill_over_strongest"] == skill(tier["overall"], tier["strongest"])
         base = tier["baselines"]
         assert tier["overall"] > max(base["empty"], base["repeat_previous"]), (domain, tier)
         assert f"\n{domain} " in text
-    assert all(name in text for name in (*BASELINES, "skill_over_frame_only"))
-    assert "frame_only" in report.read_text("utf-8")
+    columns = (*BASELINES, "strongest", "skill_over_frame_only", "skill_over_strongest")
+    assert all(name in text for name in columns)
+    html = report.read_text("utf-8")
+    assert "frame_only" in html and "skill over strongest" in html
+    for domain in REAL:  # recordings no corpus holds: the verdict accepts them and rejects one change
+        fresh = load_samples([data / f"{domain}_test.jsonl"])
+        contract = measure_contract(fresh, retrieval=False)
+        assert contract.truth_verified >= 95.0, domain
+        changed = contract.verified_when_changed
+        assert all(accepted <= 0.1 * n for accepted, n in changed.values()), (domain, changed)
+        assert sum(n for _, n in changed.values()) >= 3 * len(fresh), (domain, changed)
     run_demo(config, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115 - resumes, records nothing
     assert sum(len(list(read_journal(data / f"{d}_test.jsonl"))) for d in REAL) == len(rows)
 

@@ -20,7 +20,7 @@ from agentworld.domains.base import plugin
 from agentworld.envs import missing_tools
 from agentworld.eval.agentpred import AgentPredConfig, select_tasks
 from agentworld.eval.agentpred_imagine import imagination
-from agentworld.models.retrieval_own import trajectory_id as trajectory_of
+from agentworld.schema import trajectory_id as trajectory_of
 
 needs_sandbox = pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None, reason=(
     f"needs bubblewrap and tmux (missing: {missing_tools() or ['tmux']})"))

@@ -17,7 +17,7 @@ from agentworld.cli import app
 from agentworld.corpus import corpus_path
 from agentworld.domains.base import plugin
 from agentworld.io import read_journal
-from agentworld.models.retrieval_own import trajectory_id
+from agentworld.schema import trajectory_id
 
 runner = CliRunner()
 WARNING = "samples are answered from their own recording"

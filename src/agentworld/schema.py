@@ -34,6 +34,16 @@ reproducing its scores from its ``judged.jsonl`` must do too."""
 OBSERVATION_MARKER = "**Environment Observation:**"
 
 
+def trajectory_id(row_id: str) -> str:
+    """The trajectory a turn-level row belongs to: its id without ``-t<turn>`` (an id without one is its own).
+
+    >>> trajectory_id("git-merge-t3"), trajectory_id("sample-7")
+    ('git-merge', 'sample-7')
+    """
+    head, _, tail = row_id.rpartition("-t")
+    return head if head and tail.isdigit() else row_id
+
+
 def strip_marker(observation: str) -> str:
     """An observation without its ``**Environment Observation:**`` marker and surrounding newlines
     (the one definition: rules, ledgers, retrieval, the simulator and the judge all compare this)."""

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from agentworld import schema
 from agentworld.data.records import PlainTrajectory, PlainTurn
-from agentworld.schema import Trajectory, Turn
+from agentworld.schema import Trajectory, Turn, trajectory_id
 
 _STR_ONLY = frozenset({str})
 _SHARED_KEYS = frozenset(schema._SHARED_KEYS)  # the fields join_samples leaves out of meta["row"]
@@ -75,12 +75,6 @@ def join_rows(group: Sequence[BenchRow], meta: dict[str, Any]) -> PlainTrajector
             turn_meta["row"] = saved
         turns.append(PlainTurn(action, observation, turn_meta))
     return PlainTrajectory(trajectory_id(first.id), task.split("/")[-1], system, tuple(turns), task, meta)
-
-
-def trajectory_id(row_id: str) -> str:
-    """The id of the trajectory a row belongs to: the row id without its ``-t<turn>``."""
-    head, _, tail = row_id.rpartition("-t")
-    return head if head and tail.isdigit() else row_id
 
 
 def is_incremental(row: BenchRow) -> bool:

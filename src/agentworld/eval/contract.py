@@ -21,7 +21,7 @@ from statistics import fmean
 from agentworld.eval.baselines import BASELINES, baseline_scores
 from agentworld.eval.corruptions import KINDS
 from agentworld.eval.rules import score_rules
-from agentworld.schema import BenchSample, strip_marker
+from agentworld.schema import BenchSample, strip_marker, trajectory_id
 
 RATES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0)
 
@@ -87,9 +87,8 @@ class ContractReport:
 
 
 def trajectory_of(sample: BenchSample) -> str:
-    """The trajectory a turn-level row belongs to (its id without the ``-t<turn>`` suffix)."""
-    stem, sep, _ = sample.id.rpartition("-t")
-    return stem if sep else sample.id
+    """The trajectory a turn-level row belongs to (:func:`agentworld.schema.trajectory_id`)."""
+    return trajectory_id(sample.id)
 
 
 def corrupted_truths(samples: Sequence[BenchSample], rate: float, seed: int = 0) -> list[str]:

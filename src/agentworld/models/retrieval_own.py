@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from agentworld.schema import BenchSample
+from agentworld.schema import BenchSample, trajectory_id
 
 
 @dataclass(frozen=True, order=True)
@@ -23,16 +23,6 @@ class Recording:
 
     domain: str
     trajectory: str
-
-
-def trajectory_id(row_id: str) -> str:
-    """The trajectory a row belongs to: its id without ``-t<turn>`` (an id without one is its own).
-
-    >>> trajectory_id("git-merge-t3"), trajectory_id("sample-7")
-    ('git-merge', 'sample-7')
-    """
-    head, _, tail = row_id.rpartition("-t")
-    return head if head and tail.isdigit() else row_id
 
 
 def recording_of(row: BenchSample) -> Recording:
@@ -75,5 +65,4 @@ def self_answers(samples: Collection[BenchSample], indexed: Collection[Recording
     return SelfAnswers(answered=sum(recording_of(s) in held for s in samples), total=len(samples))
 
 
-__all__ = ["Recording", "SelfAnswers", "leaving_out", "recording_of", "recordings_of", "self_answers",
-           "trajectory_id"]
+__all__ = ["Recording", "SelfAnswers", "leaving_out", "recording_of", "recordings_of", "self_answers"]
