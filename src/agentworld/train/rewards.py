@@ -21,11 +21,10 @@ non-negative score).
 * ``rubric01 = (total_score - 1) / 4`` in [0, 1], where ``total_score`` is the judge's mean of the
   five 1–5 rubric dimensions (so its sum spans 5–25: the "[0, 25]" scale of the report).
 * ``rule01`` in {0, 1}: :attr:`RuleScore.verified` of :func:`score_rules`, the same content-based
-  scoring as evaluation: 1 when every *deterministic content* unit of the truth appears in the
-  prediction, or — when the truth has none — when the prediction's content is the truth's up to
-  runtime metadata; when the truth has no content at all, when the prediction has none either and
-  its frame is the truth's. A frame-only prediction (terminal: echo + prompt) earns 0 whenever the
-  truth has content.
+  scoring as evaluation: 1 when the prediction is the truth up to runtime metadata (every unit, frame
+  and content, equal once times, durations, ids, PIDs and speeds are masked; the domain's ``verdict``),
+  so one changed count, title, line or order earns 0 — a policy cannot learn that a small change is
+  free. A frame-only prediction (terminal: echo + prompt) earns 0 whenever the truth has content.
 * ``hybrid = scale * (0.9 * rubric01 + 0.1 * rule01)``. ``scale=1`` (default) gives [0, 1];
   ``scale=25`` puts both parts on the report's [0, 25] range. Under GRPO/GSPO's group-normalised
   advantages a constant scale does not change the update, so the default stays in [0, 1].
