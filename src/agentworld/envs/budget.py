@@ -22,7 +22,6 @@ import errno
 import fcntl
 import logging
 import os
-import shutil
 import stat
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from pathlib import Path
 
 from agentworld.envs.cgroups import CGROUPS_FILE, JOIN_SCRIPT, kill_cgroup, make_cgroups, remove_cgroup
 from agentworld.envs.procs import kill_until_gone, uid_pids
+from agentworld.envs.tree import remove_tree
 
 log = logging.getLogger("agentworld.envs.sandbox")
 
@@ -114,16 +114,6 @@ def lease_uid() -> tuple[int, int]:
     raise OSError(errno.EAGAIN, "every uid of the sandbox pool is in use")
 
 
-def _rmtree(path: Path) -> None:
-    def onerror(func, name, _exc):  # type: ignore[no-untyped-def]
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
-            os.chmod(name, stat.S_IRWXU)
-            func(name)
-
-    shutil.rmtree(path, onerror=onerror)
-
-
 def recorded_cgroups(root: Path) -> list[Path]:
     """The cgroup folders a sandbox folder says it made (only ones named after that folder)."""
     try:
@@ -148,8 +138,7 @@ def release(root: Path, lease: tuple[int, int] | None = None) -> None:
         kill_until_gone(lambda: uid_pids(lease[0]))
     with contextlib.suppress(OSError):
         unmount(root)
-    if root.exists():
-        _rmtree(root)
+    remove_tree(root)
     for folder in cgroups:
         remove_cgroup(folder)
     if lease is not None:

@@ -12,7 +12,6 @@ agentworld.envs.janitor TOKEN``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -102,11 +101,12 @@ def sweep(token: str, folders: list[str], *, attempts: int = 20) -> None:
     killed too.
     """
     from agentworld.envs.procs import kill_until_gone
+    from agentworld.envs.tree import remove_tree
 
-    for _ in range(attempts):
+    for attempt in range(attempts):
         kill_until_gone(lambda: tagged_pids(token) + mentioning(folders))
         for folder in folders:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder, warn=attempt == attempts - 1)
         if not any(os.path.exists(folder) for folder in folders):
             return
         time.sleep(0.1)
