@@ -176,7 +176,8 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
         env.step("goto('http://example.com/')")
         assert "ERR_BLOCKED_BY_CLIENT" in env.step("goto('file:///etc/hostname')")  # no local files either
         env.step(f"goto('{CANONICAL}/')")
-        env.step(f"goto('data:text/html,<img src=\"{url}/pixel.png\"><script>fetch(\"{url}/api\")</script>')")
+        inline = env.step(f"goto('data:text/html,<img src=\"{url}/pixel.png\"><script>fetch(\"{url}/api\")</script>')")
+        assert "ERR_BLOCKED_BY_CLIENT" in inline  # no top-level data: pages either
         env.step("noop(300)")
         assert hits == []
         assert any(b.startswith(url) for b in env.blocked) and any("example.com" in b for b in env.blocked)
@@ -190,6 +191,28 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
 
 
 CANONICAL = "http://localhost:8000"
+
+
+@browser
+def test_goto_opens_only_allowed_http_pages_and_about_blank() -> None:
+    """``chrome://version`` used to load (route interception never sees the browser's own pages) and
+    wrote Chromium's command line and temp folders into the recording."""
+    from agentworld.domains.web.env import open_environment
+
+    env = open_environment(seed=0, start="/catalog")
+    try:
+        env.initial_observation()
+        for target in ("chrome://version", "chrome://settings", "view-source:http://localhost:8000/",
+                       "javascript:void(document.body.remove())", "file:///etc/hostname", "about:version"):
+            seen = env.step(f"goto('{target}')")
+            assert f"Error: net::ERR_BLOCKED_BY_CLIENT at {target}" in seen, seen
+            assert "URL: http://localhost:8000/catalog" in seen, seen
+            assert "user-data-dir" not in seen and "Command Line" not in seen
+            assert env.blocked[-1].split(":")[0] == target.split(":")[0]  # origins there are the real ones
+        assert "URL: about:blank" in env.step("goto('about:blank')")
+        assert "Catalog - Loopback Books" in env.step(f"goto('{CANONICAL}/catalog')")
+    finally:
+        env.close()
 
 
 @browser

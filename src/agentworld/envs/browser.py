@@ -14,6 +14,9 @@ browser download, which cannot be fetched offline. Here the OS package's ``chrom
 Network: only the origins given are reachable. Every other request is aborted by route interception
 (recorded in :attr:`BrowserSession.blocked`), and Chromium's own resolver maps every host name but
 loopback to "not found", so nothing the browser does itself (prefetch, updates) leaves the machine.
+Route interception never sees the browser's own pages (``chrome://version`` shows Chromium's command
+line and temp paths, which would land in recordings), so a ``goto`` may only open ``about:blank`` or
+an http(s) page of an allowed origin; any other target answers as a blocked request does.
 
 Cleanup: Playwright's driver process closes its browsers and removes their profile folders when its
 parent goes away, SIGKILL included (its stdin closes). Chromium's own temporary folder (its process
@@ -26,6 +29,7 @@ is idempotent.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
@@ -220,6 +224,12 @@ class BrowserSession:
             return True
         return any(url == o or url.startswith(o.rstrip("/") + "/") for o in self.allowed_origins)
 
+    def navigable(self, url: str) -> bool:
+        """Whether a tab may be sent to ``url``: ``about:blank`` or an http(s) page of an allowed origin."""
+        if url == "about:blank":
+            return True
+        return url.split(":", 1)[0] in ("http", "https") and self.allowed(url)
+
     def _route(self, route: Any) -> None:
         url = route.request.url
         if self.allowed(url):
@@ -241,6 +251,11 @@ class BrowserSession:
             code = action_set().to_python_code(action)
         except Exception as exc:
             return _short_error(exc)
+        refused = [url for url in goto_targets(action) if not self.navigable(url)]
+        if refused:
+            with self._lock:
+                self.blocked.extend(refused)
+            return f"Error: net::ERR_BLOCKED_BY_CLIENT at {refused[0]}"
         code = code.replace("timeout=500)", f"timeout={self.timeout_ms})")
         messages: list[str] = []
         error = ""
@@ -314,6 +329,24 @@ class BrowserSession:
         if self._janitor is not None:
             self._janitor.close()
             self._janitor = None
+
+
+def goto_targets(action: str) -> list[str]:
+    """The literal URLs ``goto`` calls in ``action`` name (none when it does not parse).
+
+    >>> goto_targets("goto('chrome://version')")
+    ['chrome://version']
+    """
+    try:
+        tree = ast.parse(action.strip())
+    except (SyntaxError, ValueError):
+        return []
+    urls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "goto":
+            values = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "url")]
+            urls += [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    return urls
 
 
 def _title(page: Any) -> str:
