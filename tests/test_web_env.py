@@ -176,7 +176,8 @@ def test_env_steps_and_blocks_every_other_host(canary: tuple[str, list[str]]) ->
         env.step("goto('http://example.com/')")
         assert "ERR_BLOCKED_BY_CLIENT" in env.step("goto('file:///etc/hostname')")  # no local files either
         env.step(f"goto('{CANONICAL}/')")
-        inline = env.step(f"goto('data:text/html,<img src=\"{url}/pixel.png\"><script>fetch(\"{url}/api\")</script>')")
+        page = f'data:text/html,<img src="{url}/pixel.png"><script>fetch("{url}/api")</script>'
+        inline = env.step(f"goto('{page}')")
         assert "ERR_BLOCKED_BY_CLIENT" in inline  # no top-level data: pages either
         env.step("noop(300)")
         assert hits == []
