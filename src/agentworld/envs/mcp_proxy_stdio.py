@@ -12,6 +12,12 @@ its own process group, killed when the proxy exits so that helpers it started go
 also gets SIGKILL when the proxy dies without cleaning up (``PR_SET_PDEATHSIG``), so even ``kill
 -9`` of the proxy leaves no server behind. Answered calls are on disk by then
 (:class:`~agentworld.envs.mcp_proxy.TrajectorySink` writes each as it is answered).
+
+Daemons a server detaches (``setsid``, double forks) leave its process group, so killing the group
+misses them. They are tracked twice: the server's environment carries the tag of a
+:class:`~agentworld.envs.janitor.Janitor`, which kills every tagged process when the proxy ends,
+``kill -9`` included; and the proxy is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so orphans
+that scrubbed their environment still end up its children and are killed when it ends normally.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ DEFAULT_GRACE_S = 2.0
 """As the MCP SDK's own stdio client waits at each step of the shutdown."""
 POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _pump(src: int, dst: int, on_line: Callable[[dict[str, Any]], None], on_end: Callable[[], None]) -> None:
@@ -81,6 +88,22 @@ def _die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
+def _become_subreaper() -> None:
+    """Make orphaned descendants of the server this process's children (Linux; elsewhere nothing)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _end_descendants() -> None:
+    """SIGKILL every live descendant of this process and reap the children among them."""
+    from agentworld.envs.procs import descendants, kill_until_gone
+
+    kill_until_gone(lambda: descendants(os.getpid()))
+    with suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
 def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
     """Signal the server's process group (its pid: it leads a new session), if anything is left of it."""
     with suppress(ProcessLookupError, PermissionError):
@@ -124,13 +147,19 @@ def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayou
     ``grace_s``: how long the server may take to exit after its input closes, and again after SIGTERM.
     ``layout``: how the recorded calls read as rows (the recording domain's).
     """
+    from agentworld.envs.janitor import Janitor
+
     sink = TrajectorySink(out)
     recorder = SessionRecorder(layout, name=name,
                                meta={"transport": "stdio", "server_command": list(command)})
+    _become_subreaper()
+    janitor = Janitor()
     try:
         proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                start_new_session=True, preexec_fn=_die_with_parent())
+                                start_new_session=True, preexec_fn=_die_with_parent(),
+                                env={**os.environ, **janitor.env})
     except OSError as exc:
+        janitor.close()
         sink.close()
         log(f"cannot start the MCP server {command[0]!r}: {exc}")
         return 127
@@ -162,6 +191,8 @@ def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayou
             proc.kill()
             proc.wait()
         _signal_group(proc, signal.SIGKILL)  # whatever the server left running in its group
+        janitor.close()  # daemons it detached that carry its tag
+        _end_descendants()  # and those that scrubbed their environment but were reparented here
         downstream.join(timeout=5)
         for signum, handler in previous.items():
             signal.signal(signum, handler)

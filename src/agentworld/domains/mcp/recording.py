@@ -70,7 +70,8 @@ def record_scenario(scenario: McpScenario, *, janitor: Janitor, command: Sequenc
         with (run_dir / "stderr.log").open("w", encoding="utf-8") as errlog:
             try:
                 with McpClient(proxy, env={**server.environment(root), **janitor.env}, cwd=root,
-                               errlog=errlog, timeout_s=timeout_s) as client:
+                               errlog=errlog, timeout_s=timeout_s,
+                               label=f"{argv[0]} (scenario {scenario.name!r})") as client:
                     for call in scenario.calls:
                         client.call(call.tool, paths.actual(call.arguments))
             except Exception as exc:
