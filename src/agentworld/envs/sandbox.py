@@ -3,13 +3,14 @@
 Why this shape: recorded terminal trajectories must come from a *real* bash, but the commands in
 scenarios (fork bombs, endless loops, ``rm -rf``, filling the disk) must never touch the host or the
 other sandboxes. Each :class:`Sandbox` owns a private host folder (a size-limited tmpfs where the
-machine allows it) holding ``/app`` and ``/root``; everything else is read-only (``/usr``,
-``/etc``) or a fresh tmpfs (``/tmp``). All namespaces are unshared (no network, own PID namespace,
-uid 0 mapped to an unprivileged host uid). Its total memory and process count are bounded by its
-own cgroups (:mod:`agentworld.envs.budget`), and per-process limits (CPU time, address space, file
-size, open files) are applied with ``prlimit``. When running as real root the sandbox drops to an
-unprivileged uid with ``setpriv``. Inside, the shell sees a container-like world:
-``root@<12-hex-id>:/app#``.
+machine allows it) holding ``/app`` and ``/root``; of the host only ``/usr`` (its programs and
+libraries) and ``/etc`` (loader cache, alternatives, user names) are mounted, read-only; ``/tmp`` is
+a fresh tmpfs, ``/dev`` and ``/proc`` the sandbox's own. All namespaces are unshared (no network,
+own PID namespace, uid 0 mapped to an unprivileged host uid). Its total memory and process count
+are bounded by its own cgroups (:mod:`agentworld.envs.budget`), and per-process limits (CPU time,
+address space, file size, open files) are applied with ``prlimit``. When running as real root the
+sandbox drops to an unprivileged uid with ``setpriv``. Inside, the shell sees a container-like
+world: ``root@<12-hex-id>:/app#``.
 
 The hostname is derived from a seed (:func:`container_id`) so re-recording gives the same screens.
 """

@@ -6,7 +6,8 @@ sandbox's ``/app``, makes it a git repository with a fixed first commit, and ans
 ``run_shell_command``, ``read_file``, ``write_file``, ``replace``, ``list_directory``, ``glob``,
 ``search_file_content``, ``todo_write`` — by running :mod:`agentworld.envs.workspace_runner` *inside*
 the sandbox, once per call. Nothing a tool does reaches the host: paths are resolved inside the
-sandbox (where the host's files are not mounted) and refused outside the workspace.
+sandbox (where of the host only ``/usr`` and ``/etc`` are mounted, read-only) and refused outside
+the workspace.
 
 Domain-free: the SWE domain package (``agentworld.domains.swe``) chooses repositories and formats rows.
 """
