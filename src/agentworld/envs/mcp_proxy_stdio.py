@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -88,20 +88,28 @@ def _die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
-def _become_subreaper() -> None:
+def _set_subreaper(on: bool) -> None:
     """Make orphaned descendants of the server this process's children (Linux; elsewhere nothing)."""
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
 
 
-def _end_descendants() -> None:
-    """SIGKILL every live descendant of this process and reap the children among them."""
+def _end_descendants(earlier: Collection[int]) -> None:
+    """SIGKILL every live descendant of this process but the ``earlier`` children (and what is below
+    them: a caller's own processes) and reap those that were its children."""
     from agentworld.envs.procs import descendants, kill_until_gone
 
-    kill_until_gone(lambda: descendants(os.getpid()))
-    with suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
+    seen: set[int] = set()
+
+    def members() -> list[int]:
+        found = descendants(os.getpid(), skip=earlier)
+        seen.update(found)
+        return found
+
+    kill_until_gone(members)
+    for pid in seen:
+        with suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
@@ -152,7 +160,10 @@ def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayou
     sink = TrajectorySink(out)
     recorder = SessionRecorder(layout, name=name,
                                meta={"transport": "stdio", "server_command": list(command)})
-    _become_subreaper()
+    from agentworld.envs.procs import descendants
+
+    earlier = set(descendants(os.getpid()))
+    _set_subreaper(True)
     janitor = Janitor()
     try:
         proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
@@ -160,6 +171,7 @@ def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayou
                                 env={**os.environ, **janitor.env})
     except OSError as exc:
         janitor.close()
+        _set_subreaper(False)
         sink.close()
         log(f"cannot start the MCP server {command[0]!r}: {exc}")
         return 127
@@ -192,7 +204,8 @@ def run_stdio_proxy(command: Sequence[str], out: str | Path, *, layout: RowLayou
             proc.wait()
         _signal_group(proc, signal.SIGKILL)  # whatever the server left running in its group
         janitor.close()  # daemons it detached that carry its tag
-        _end_descendants()  # and those that scrubbed their environment but were reparented here
+        _end_descendants(earlier)  # and those that scrubbed their environment but were reparented here
+        _set_subreaper(False)
         downstream.join(timeout=5)
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 
@@ -27,8 +27,11 @@ def _proc_children(pid: int) -> list[int]:
     return kids
 
 
-def descendants(pid: int) -> list[int]:
-    """Live (not zombie) descendants of ``pid``: children, their children, and so on."""
+def descendants(pid: int, *, skip: Collection[int] = ()) -> list[int]:
+    """Live (not zombie) descendants of ``pid``: children, their children, and so on.
+
+    ``skip``: processes left out together with everything below them.
+    """
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -44,7 +47,7 @@ def descendants(pid: int) -> list[int]:
     found: list[int] = []
     todo = [pid]
     while todo:
-        kids = children.get(todo.pop(), [])
+        kids = [kid for kid in children.get(todo.pop(), []) if kid not in skip]
         found += kids
         todo += kids
     return found
