@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import typer
-from typer._click.core import Context
 from typer.testing import CliRunner
 
 from agentworld.cli import COMMANDS, app, load_command
+from agentworld.cli_click import Context
 from agentworld.corpus import corpus_path
 from agentworld.io import read_journal
 

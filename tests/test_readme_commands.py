@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer._click.core import Command, Context  # typer vendors click: its classes, not the package
-from typer._click.exceptions import ClickException
 
 from agentworld.cli import app
+from agentworld.cli_click import ClickException, Command, Context
 
 README = Path(__file__).parent.parent / "README.md"
 SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell|console)\n(.*?)^```", re.M | re.S)

@@ -80,6 +80,8 @@ async def exercise(client: Client, mock_url: str, user_id: str) -> None:
     before = len(model_requests(mock_url))
     cases: list[tuple[str, dict[str, Any], str]] = [
         ("get_user_details", {"user_id": 42}, "42 is not of type 'string'"),
+        ("get_user_details", {"user_id": None}, "arguments.user_id: null is not of type 'string'"),
+        ("get_user_details", {"user_id": [True]}, "[true] is not of type 'string'"),
         ("get_user_details", {}, "'user_id' is a required property"),
         ("search_direct_flight", {"origin": "JFK", "destination": "LAX", "date": "2024-05-20", "x": 1},
          "Additional properties are not allowed"),

@@ -112,7 +112,7 @@ def test_tool_config_has_what_verls_loader_reads(tmp_path: Path, mock_url: str) 
     assert entry["mcp"]["tool_selected_list"] == tool_names()
     assert Path(entry["mcp"]["mcp_servers_config_path"]) == (files["out"] / "mcp_server.json").resolve()
     server = files["server"]["mcpServers"]["agentworld"]
-    assert server["command"] == "agentworld"
+    assert server["command"] == str(Path(sys.executable).absolute().parent / "agentworld")  # not on PATH
     assert server["args"][:4] == ["serve", "mcp", "--tools", str(TOOLS.resolve())]
     assert server["args"][server["args"].index("--model-base-url") + 1] == mock_url
     (loop,) = files["loop"]
@@ -125,10 +125,10 @@ def test_stdio_server_entry_serves_the_tools(tmp_path: Path, mock_url: str) -> N
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    files = verl_config(tmp_path, "--model-base-url", mock_url, "--command", sys.executable)
+    files = verl_config(tmp_path, "--model-base-url", mock_url)  # the default command, as written
     server = files["server"]["mcpServers"]["agentworld"]
-    params = StdioServerParameters(command=server["command"], args=["-m", "agentworld", *server["args"]],
-                                   env=dict(os.environ))
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # verl's workers rarely have the venv on PATH
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
 
     async def run() -> tuple[list[str], str]:
         with (tmp_path / "server.log").open("w") as log:

@@ -16,14 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from typer._click.core import Command, Context  # typer vendors click: its classes, not the click package
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-from typer._click.formatting import HelpFormatter
-from typer._click.termui import secho
-from typer.core import TyperGroup
-from typer.exceptions import Abort
 
 from agentworld import __version__
+from agentworld.cli_click import (
+    Abort,
+    ClickException,
+    Command,
+    Context,
+    HelpFormatter,
+    NoArgsIsHelpError,
+    TyperGroup,
+    UsageError,
+    secho,
+)
 from agentworld.errors import AgentWorldError
 
 

@@ -55,20 +55,28 @@ def demo_domains(config: DemoConfig) -> list[DomainPlugin]:
 
 def record_domain(plugin: DomainPlugin, data_file: Path, seed: int, console: Console) -> bool:
     """Record ``plugin``'s held-out scenarios into ``data_file`` (resumes); False when it could not."""
+    from rich.markup import escape
+
     from agentworld.domains.base import resolve
     from agentworld.errors import AgentWorldError
 
-    command = resolve(plugin.recorder or "")
-    fields = command.options.model_fields
-    options: dict[str, object] = {"scenarios": plugin.data_file(plugin.heldout_scenarios), "out": data_file,
-                                  "resume": True}
-    if "seed" in fields:
-        options["seed"] = seed
     try:
+        command = resolve(plugin.recorder or "")
+        fields = command.options.model_fields
+        options: dict[str, object] = {"scenarios": plugin.data_file(plugin.heldout_scenarios),
+                                      "out": data_file, "resume": True}
+        if "seed" in fields:
+            options["seed"] = seed
         with console.status(f"recording {plugin.display}: real environment"):
             command.run(command.options(**{k: v for k, v in options.items() if k in fields}))
     except AgentWorldError as exc:
         console.print(f"[yellow]{plugin.display}: not recorded: {exc}[/]")
+        return False
+    except ImportError as exc:  # an install without the domain's extra: skip it, run the others
+        missing = (exc.name or str(exc)).split(".")[0]
+        how = f"pip install 'agentworld[{plugin.pip_extra}]'" if plugin.pip_extra else f"install {missing}"
+        console.print(f"[yellow]{plugin.display}: skipped: {missing} is not installed ({escape(how)})[/]",
+                      highlight=False)
         return False
     rows = sum(1 for line in data_file.open("rb") if line.strip()) if data_file.is_file() else 0
     console.print(f"{plugin.display}: {rows} real turn(s) in {data_file}")

@@ -11,9 +11,8 @@ is imported only when its command (or ``agentworld record --help``) needs it. Ex
 from __future__ import annotations
 
 import typer
-from typer._click.core import Command, Context
-from typer.core import TyperGroup
 
+from agentworld.cli_click import Command, Context, TyperGroup
 from agentworld.cli_support import config_command, new_app
 from agentworld.domains.base import RecorderCommand, plugin, resolve
 from agentworld.domains.registry import domain_names

@@ -150,6 +150,9 @@ class DomainPlugin:
     prediction_tasks: str | None = None
     plan_tasks: str | None = None
     gui: bool = False
+    pip_extra: str | None = None
+    """The agentworld extra its real environment needs (``pip install 'agentworld[<extra>]'``): a run
+    that finds one of its modules missing names it instead of failing with ``ModuleNotFoundError``."""
     extra: dict[str, str] | None = None
     """Further references a domain exposes beyond the fields above."""
     package: str = ""

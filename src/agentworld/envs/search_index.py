@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld.envs.search_pages import MAX_PAGE_BYTES, PageIssue, decode_page, html_files, read_page
 from agentworld.errors import AgentWorldError
 
 PYTHON_DOCS_DIRS = (Path("/usr/share/doc/python3/html"), Path("/usr/share/doc/python3-doc/html"))
 """Where Debian's ``python3-doc`` installs the Python documentation."""
 PYTHON_DOCS_URL = "https://docs.python.org/3/"
-MAX_PAGE_BYTES = 4_000_000
-"""Bigger files are skipped: a hostile folder must not exhaust memory."""
 
 _WORD_RE = re.compile(r"(?u)\b\w\w+\b")
 _SPACE = re.compile(r"\s+")
@@ -112,11 +111,13 @@ def html_to_text(html: str | bytes) -> tuple[str, str]:
     """``(title, text)`` of an HTML page: readable text without scripts, navigation or sidebars.
 
     lxml's C parser builds the tree (the pure-Python :mod:`html.parser` took over a minute for the
-    Python documentation); a page that does not parse counts as empty.
+    Python documentation); a page that does not parse counts as empty. Bytes are decoded first by
+    :func:`~agentworld.envs.search_pages.decode_page` (BOM, declared charset, else UTF-8 with
+    replacement), so lxml always gets valid UTF-8 and never raises while the tree is walked.
     """
     import lxml.etree
 
-    raw = html.encode("utf-8") if isinstance(html, str) else html
+    raw = (html if isinstance(html, str) else decode_page(html)[0]).encode("utf-8", errors="replace")
     try:
         root = lxml.etree.fromstring(raw, lxml.etree.HTMLParser(encoding="utf-8"))
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
@@ -156,36 +157,57 @@ def default_docs_dir() -> Path | None:
     return next((d for d in PYTHON_DOCS_DIRS if d.is_dir()), None)
 
 
-def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[Document]:
-    """Every ``*.html`` page under ``folder`` (sorted by path, so URLs and ranks are reproducible)."""
+def scan_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL
+                   ) -> tuple[list[Document], list[PageIssue]]:
+    """Every readable ``*.html`` page under ``folder`` (sorted by path, so URLs and ranks are
+    reproducible), and the pages skipped or decoded lossily, by name (see :mod:`.search_pages`)."""
     _need("lxml")
     root = Path(folder)
     if not root.is_dir():
         raise SearchIndexError(f"{root}: no such document folder")
     base = base_url if base_url.endswith("/") else base_url + "/"
     docs: list[Document] = []
-    for file in sorted(root.rglob("*.html")):
-        rel = file.relative_to(root)
-        if any(part.startswith((".", "_")) for part in rel.parts) or not file.is_file():
+    issues: list[PageIssue] = []
+    for rel, file, issue in html_files(root):
+        if issue is not None:
+            issues.append(issue)
             continue
-        if file.stat().st_size > MAX_PAGE_BYTES:
+        try:
+            raw = read_page(file)
+        except OSError as exc:
+            issues.append(PageIssue(rel, f"unreadable ({exc.strerror or exc.__class__.__name__})", True))
             continue
-        title, text = html_to_text(file.read_bytes())
-        if text:
-            docs.append(Document(url=base + rel.as_posix(), title=title or rel.stem, text=text))
+        if len(raw) > MAX_PAGE_BYTES:
+            issues.append(PageIssue(rel, f"over {MAX_PAGE_BYTES:,} bytes", True))
+            continue
+        page, lossy = decode_page(raw)
+        title, text = html_to_text(page)
+        if not text:
+            issues.append(PageIssue(rel, "no text", True))
+            continue
+        if lossy:
+            issues.append(PageIssue(rel, "not valid in its encoding: undecodable bytes replaced", False))
+        docs.append(Document(url=base + rel, title=title or Path(rel).stem, text=text))
     if not docs:
         raise SearchIndexError(f"{root}: holds no readable *.html pages")
-    return docs
+    return docs, issues
+
+
+def load_documents(folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> list[Document]:
+    """The pages :func:`scan_documents` keeps."""
+    return scan_documents(folder, base_url)[0]
 
 
 class SearchIndex:
     """BM25 (``bm25s``) over page titles and texts; titles count twice, as engines weight them up."""
 
-    def __init__(self, documents: list[Document]) -> None:
+    def __init__(self, documents: list[Document], issues: list[PageIssue] | None = None) -> None:
         _need("bm25s")
         import bm25s
 
         self.documents = list(documents)
+        self.issues: tuple[PageIssue, ...] = tuple(issues or ())
+        """Pages of the folder skipped or decoded lossily (a recorder warns about them by name)."""
         self.by_url = {d.url: d for d in self.documents}
         corpus = [tokens(f"{d.title} {d.title} {d.text}") for d in self.documents]
         self._retriever: Any = bm25s.BM25()
@@ -193,7 +215,7 @@ class SearchIndex:
 
     @classmethod
     def from_folder(cls, folder: str | Path, base_url: str = PYTHON_DOCS_URL) -> SearchIndex:
-        return cls(load_documents(folder, base_url))
+        return cls(*scan_documents(folder, base_url))
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """The best ``k`` pages with a positive score; ties keep folder order."""

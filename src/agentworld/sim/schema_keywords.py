@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ from typing import Any
 
 import re2
 from jsonschema import validators
-from jsonschema.exceptions import ValidationError
+from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 
 MESSAGE_CHARS = 300
@@ -34,6 +35,29 @@ class SchemaTooComplex(Exception):
 def cut(text: str) -> str:
     """``text``, cut to :data:`MESSAGE_CHARS`."""
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS - 1] + "…"
+
+
+def json_words(error: ValidationError | SchemaError) -> str:
+    """jsonschema's message with the offending value written as JSON: ``null is not of type 'integer'``,
+    not ``None …`` (jsonschema quotes values with Python's ``repr``; the user wrote JSON). Strings keep
+    their quotes, as the schema's own words (``'integer'``) do."""
+    text = error.message
+    if not isinstance(error.instance, str) and text.startswith(repr(error.instance)):
+        text = as_json(error.instance) + text[len(repr(error.instance)):]
+    expected = error.validator_value
+    if isinstance(expected, list | dict) and repr(expected) in text:  # enum: ['x', None]
+        text = text.replace(repr(expected), as_json(expected))
+    elif error.validator == "const" and not isinstance(expected, str) and text.startswith(repr(expected)):
+        text = as_json(expected) + text[len(repr(expected)):]
+    return text
+
+
+def as_json(value: Any) -> str:
+    """``value`` as JSON text (``repr`` for what JSON cannot say)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -40,9 +40,11 @@ from referencing.exceptions import Unresolvable
 from agentworld.sim.schema_keywords import (
     MESSAGE_CHARS,
     SchemaTooComplex,
+    as_json,
     budget,
     compile_pattern,
     cut,
+    json_words,
     safe_class,
 )
 
@@ -125,7 +127,7 @@ def _compile(schema: Any) -> Validator:
     try:
         base.check_schema(schema, format_checker=None)
     except SchemaError as exc:
-        raise ValueError(cut(exc.message)) from None
+        raise ValueError(cut(json_words(exc))) from None
     return safe_class(base)(schema, registry=Registry())
 
 
@@ -253,10 +255,12 @@ def iter_problems(validator: Validator, arguments: Any) -> list[ValidationError]
 
 
 def message(error: ValidationError) -> str:
-    """An error's message, short: the offending value it quotes is elided in the middle when long."""
-    text = error.message
+    """An error's message in JSON words, short: the offending value it quotes is elided in the middle
+    when long."""
+    text = json_words(error)
     if len(text) > MESSAGE_CHARS:
-        shown = repr(error.instance)
+        shown = as_json(error.instance)
+        shown = shown if text.startswith(shown) else repr(error.instance)
         if len(shown) > 80 and shown in text:
             text = text.replace(shown, f"{shown[:60]}…{shown[-12:]}")
     return cut(text)

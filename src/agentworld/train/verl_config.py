@@ -20,6 +20,8 @@ environment (``AGENTWORLD_MODEL_API_KEY``).
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +52,9 @@ class VerlConfigOptions(ModelEndpoint):
     serve_url: str | None = Field(None, description="MCP URL of a running agentworld serve mcp --transport "
                                   "http (for example http://127.0.0.1:8766/mcp); default: verl starts the "
                                   "server itself over stdio.")
-    command: str = Field("agentworld", description="The agentworld executable on the training machines "
-                         "(stdio route).")
+    command: str | None = Field(None, description="The agentworld executable on the training machines "
+                                "(stdio route; default: the absolute path of the running one, so verl "
+                                "needs no venv on PATH).")
     rate_limit: float = Field(10.0, gt=0, description="Tool calls per second verl's MCP client may send.")
     timeout_s: float = Field(30.0, gt=0, description="Seconds verl waits for one tool call.")
     max_turns: int = Field(10, ge=1, description="Most agent turns per episode (agent loop).")
@@ -74,7 +77,25 @@ def _server_entry(options: VerlConfigOptions) -> dict[str, Any]:
     args = ["serve", MCP, *source, "--model", options.model, "--seed", str(options.seed)]
     if options.model_base_url:
         args += ["--model-base-url", options.model_base_url]
-    return {"command": options.command, "args": args}
+    if options.command is not None:
+        return {"command": options.command, "args": args}
+    command, prefix = running_executable()
+    return {"command": command, "args": [*prefix, *args]}
+
+
+def running_executable() -> tuple[str, list[str]]:
+    """``(absolute command, leading args)`` that start this same agentworld.
+
+    Why: verl starts the MCP server from its own worker processes, whose PATH rarely holds this venv,
+    so a bare ``agentworld`` fails there. The console script beside the interpreter is preferred (what
+    a user would type); without one (run as ``python -m agentworld``), the interpreter with ``-m``.
+    ``sys.executable`` is not resolved: a venv's python is a symlink, and resolving it leaves the venv.
+    """
+    python = Path(sys.executable).absolute()
+    script = python.parent / "agentworld"
+    if script.is_file() and os.access(script, os.X_OK):
+        return str(script), []
+    return str(python), ["-m", "agentworld"]
 
 
 def _tool_names(options: VerlConfigOptions) -> list[str]:

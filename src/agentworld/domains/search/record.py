@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.cli_support import cli_flags
 from agentworld.domains.base import RecorderCommand
-from agentworld.envs.search_index import PYTHON_DOCS_URL
+from agentworld.envs.search_index import PYTHON_DOCS_URL, PageIssue
 from agentworld.errors import AgentWorldError, DataError
 
 DOMAIN = "search"
@@ -133,6 +133,16 @@ def _completed(out: Path, scenarios: list[SearchScenario]) -> set[str]:
     return done
 
 
+def _warn_pages(issues: tuple[PageIssue, ...], console: Any, shown: int = 10) -> None:
+    """One yellow line per page left out of the index or decoded lossily (the first ``shown``), then a
+    count: a bad page costs that page, and the user learns which one."""
+    for issue in issues[:shown]:
+        verb = "skipped" if issue.skipped else "indexed with replacement characters"
+        console.print(f"[yellow]warning: page {issue.path} {verb}: {issue.reason}[/yellow]", highlight=False)
+    if len(issues) > shown:
+        console.print(f"[yellow]warning: … and {len(issues) - shown} more page(s) like these[/yellow]")
+
+
 def run(options: RecordSearchOptions) -> None:
     """Record the scenarios into OUT (one scenario's rows at a time)."""
     from rich.console import Console
@@ -148,6 +158,7 @@ def run(options: RecordSearchOptions) -> None:
         raise AgentWorldError(f"{out} exists; pass --resume to continue it or --overwrite")
     scenarios = load_search_scenarios(options.scenarios or scenarios_file("train"))
     index = shared_index(options.docs, options.url_prefix)
+    _warn_pages(index.issues, Console(stderr=True))
     done = _completed(out, scenarios) if options.resume else set()
     if not options.resume and out.exists():
         out.unlink()

@@ -16,6 +16,7 @@ PLUGIN = DomainPlugin(
     heldout_scenarios="scenarios/heldout.jsonl",
     error_patterns=(*COMMON_ERRORS, r"net::ERR_", r"\b404 (?i:not found)\b"),
     gui=True,
+    pip_extra="web",
     probes="agentworld.domains.web.probes:generate",
     extra={"vocabulary": "agentworld.domains.web.vocabulary:VOCABULARY"},
 )
