@@ -131,10 +131,16 @@ def test_cli_readers_answer_hostile_files_with_one_line(tmp_path: Path) -> None:
         (("synth", "envs", "--seeds", "deep.jsonl", "--out", "o2", "--generator-model", "synth-template"),
          "deep.jsonl:1"),
     ]
+    deep = write(tmp_path / "deep", WORLD, [TASK])
+    (deep / "world.json").write_text('{"name": ' + DEEP_JSON + "}")
+    runs.append((("serve", "mcp", "--world", "deep", "--model", "scripted"), "nested deeper"))
     for args, expected in runs:
         done = _cli(*args, cwd=tmp_path)
         assert done.returncode == 2 and expected in done.stderr, (args, done.stderr[-2000:])
         assert len(done.stderr.strip().splitlines()) == 1, (args, done.stderr[-2000:])
+    checked = _cli("synth", "check", "deep", "--out", "checked", cwd=tmp_path)  # a rejected world, reported
+    assert checked.returncode == 0 and "Traceback" not in checked.stderr, checked.stderr[-2000:]
+    assert "nested deeper" in (tmp_path / "checked" / "report.json").read_text()
 
 
 def test_serve_http_refuses_linked_and_deep_world_files_with_422(tmp_path: Path) -> None:
