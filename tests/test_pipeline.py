@@ -53,7 +53,7 @@ def test_config_errors_name_file_and_field(tmp_path: Path, body: str, field: str
 
 def test_bad_yaml_names_the_line(tmp_path: Path) -> None:
     path = _config(tmp_path, "inputs: [\n  {path: a\noutput: x\n")
-    with pytest.raises(DataError, match="not valid YAML") as info:
+    with pytest.raises(DataError, match="malformed YAML") as info:
         PipelineConfig.load(path)
     assert info.value.path == str(path) and info.value.line is not None
 

@@ -152,7 +152,7 @@ def test_load_tools_accepts_both_shapes_and_names_problems(tmp_path: Path) -> No
     with pytest.raises(DataError, match=r"\[tool 0\].*'name'"):
         load_tools(bad)
     bad.write_text("{nope")
-    with pytest.raises(DataError, match="not valid JSON"):
+    with pytest.raises(DataError, match="malformed JSON"):
         load_tools(bad)
     assert check_arguments(TOOLS[0]["inputSchema"], {"user_id": "a"}) is None
 

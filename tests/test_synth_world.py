@@ -67,7 +67,7 @@ def test_a_world_folder_loads_and_round_trips(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("where", "content", "match"), [
-    ("world.json", "{not json", r"world\.json: malformed JSON"),
+    ("world.json", "{not json", r"world\.json:1: malformed JSON"),
     ("world.json", json.dumps({**WORLD, "version": 2}), r"world\.json, field 'version': .*version 2"),
     ("world.json", json.dumps({**WORLD, "colour": 1}), r"world\.json, field 'colour': Extra inputs"),
     ("world.json", json.dumps({**WORLD, "tools": [{"description": "x"}]}), r"field 'tools\.0\.name'"),

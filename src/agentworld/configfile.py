@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from agentworld.errors import DataError
+from agentworld.inputs import parse_yaml, read_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -17,17 +17,11 @@ def load_config_file(cls: type[M], path: str | Path, **overrides: Any) -> M:
     """Validate the mapping in ``path`` (YAML or JSON) as ``cls``; non-None ``overrides`` win.
 
     Errors are :class:`DataError` with the file, the line of a syntax error, and the dotted field
-    of the first validation error (``steps.2.options``).
+    of the first validation error (``steps.2.options``). Only a bounded regular file is read, nested
+    at most :data:`agentworld.inputs.MAX_DEPTH` deep (:mod:`agentworld.inputs`).
     """
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except OSError as exc:
-        raise DataError(f"cannot read config: {exc.strerror}", path=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DataError(f"not valid YAML/JSON: {getattr(exc, 'problem', exc)}", path=str(path),
-                        line=mark.line + 1 if mark else None) from None
+    data = parse_yaml(read_text(path, what="config file"), path=path) or {}
     if not isinstance(data, dict):
         raise DataError("a config file must hold a mapping", path=str(path))
     data.update({k: v for k, v in overrides.items() if v is not None})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentworld.domains.base import DomainPlugin, plugins
 from agentworld.errors import DataError
+from agentworld.inputs import jsonl_rows
 
 
 def _items(path: Path) -> list[object]:
@@ -24,14 +25,7 @@ def _items(path: Path) -> list[object]:
         data = None
     if isinstance(data, list):
         return data
-    items: list[object] = []
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if raw.strip():
-            try:
-                items.append(json.loads(raw))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"malformed JSON: {exc}", path=str(path), line=line) from None
-    return items
+    return [item for _, item in jsonl_rows(text, path=path)]
 
 
 def heldout_names(found: DomainPlugin) -> frozenset[str]:

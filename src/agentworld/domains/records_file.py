@@ -9,7 +9,6 @@ error names the file, the line, the item and the field (:class:`~agentworld.erro
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from agentworld.errors import DataError
+from agentworld.inputs import jsonl_rows, parse_json, read_text
 
 __all__ = ["read_records", "validated"]
 
@@ -24,39 +24,22 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 
-def _items(file: Path, what: str, json_list: bool, max_bytes: int | None) -> list[tuple[int | None, Any]]:
-    if not file.is_file():
+def _items(file: Path, what: str, json_list: bool, max_bytes: int | None,
+           root: Path | None) -> list[tuple[int | None, Any]]:
+    if not file.exists() and not file.is_symlink():
         raise DataError(f"no such {what} file", path=str(file))
-    try:
-        if max_bytes is not None and file.stat().st_size > max_bytes:
-            raise DataError(f"file larger than {max_bytes} bytes", path=str(file))
-        text = file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text: {exc}", path=str(file)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read the {what} file: {exc.strerror}", path=str(file)) from None
+    text = read_text(file, root=root, max_bytes=max_bytes, what=f"{what} file")
     if json_list and file.suffix != ".jsonl":
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(file)) from None
+        data = parse_json(text, path=file)
         if not isinstance(data, list):
             raise DataError(f"expected a JSON list (or a .jsonl file) of {what}s", path=str(file))
         return [(None, item) for item in data]
-    items: list[tuple[int | None, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            items.append((number, json.loads(line)))
-        except ValueError as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(file), line=number) from None
-    return items
+    return list(jsonl_rows(text, path=file))
 
 
 def read_records(path: str | Path, parse: Callable[[Any, int | None], T], name: Callable[[T], str], *,
                  what: str = "scenario", key: str = "name", allow_empty: bool = False,
-                 json_list: bool = False, max_bytes: int | None = None) -> list[T]:
+                 json_list: bool = False, max_bytes: int | None = None, root: Path | None = None) -> list[T]:
     """Read a JSON-lines file of named items, each validated by ``parse``; names must be unique.
 
     Args:
@@ -66,7 +49,9 @@ def read_records(path: str | Path, parse: Callable[[Any, int | None], T], name: 
         name: the record's unique name (reported as the field ``key`` when repeated).
         what: what an item is called in messages ("scenario", "task").
         allow_empty: whether a file with no items is a valid (empty) answer.
-        max_bytes: refuse a larger file before reading it.
+        max_bytes: refuse a larger file before reading it (default
+            :func:`agentworld.inputs.max_input_bytes`); only a regular file is read.
+        root: when given, the file's real path must lie inside this folder.
 
     Raises:
         DataError: naming the file, the line, the item and the field.
@@ -74,7 +59,7 @@ def read_records(path: str | Path, parse: Callable[[Any, int | None], T], name: 
     file = Path(path)
     out: list[T] = []
     seen: set[str] = set()
-    for line, item in _items(file, what, json_list, max_bytes):
+    for line, item in _items(file, what, json_list, max_bytes, root):
         record = parse(item, line)
         label = name(record)
         if label in seen:

@@ -7,11 +7,9 @@ spec, and domain packages must not import the simulator (imports run ``domains``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -24,6 +22,7 @@ from pydantic import (
 
 from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.errors import DataError
+from agentworld.inputs import parse_json, parse_yaml, read_text
 
 FaultKind = Literal["timeout", "server_error", "rate_limit", "permission_denied", "pagination",
                     "truncated", "stale"]
@@ -161,18 +160,15 @@ class InjectedFault(BaseModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-def load_control_spec(path: str | Path) -> ControlSpec:
-    """Read a :class:`ControlSpec` from YAML (``.yaml``/``.yml``) or JSON; errors name file and field."""
+def load_control_spec(path: str | Path, *, root: str | Path | None = None) -> ControlSpec:
+    """Read a :class:`ControlSpec` from YAML (``.yaml``/``.yml``) or JSON; errors name file and field.
+
+    Only a bounded regular file is read (:func:`agentworld.inputs.read_text`), confined to ``root``
+    when given (a world folder's ``controls/``).
+    """
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read control spec: {exc.strerror or exc}", path=str(p)) from None
-    try:
-        data = yaml.safe_load(text) if p.suffix.lower() in (".yaml", ".yml") else json.loads(text)
-    except (yaml.YAMLError, ValueError) as exc:
-        raise DataError(f"malformed {'YAML' if p.suffix.lower() in ('.yaml', '.yml') else 'JSON'}: {exc}",
-                        path=str(p)) from None
+    text = read_text(p, root=root, what="control spec")
+    data = parse_yaml(text, path=p) if p.suffix.lower() in (".yaml", ".yml") else parse_json(text, path=p)
     if data is None:
         data = {}
     if not isinstance(data, dict):

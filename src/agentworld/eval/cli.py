@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.cli_support import config_command, new_app
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
+from agentworld.inputs import read_jsonl
 from agentworld.redact import redact_text
 
 if TYPE_CHECKING:
@@ -107,13 +108,7 @@ def _score(config: ScoreConfig, as_json: bool = False) -> None:
         if config.judged is not None:
             if not config.judged.is_file():
                 raise AgentWorldError(f"{config.judged}: no such file")
-            rows: list[dict[str, Any]] = []
-            for number, line in enumerate(config.judged.read_text("utf-8").splitlines(), 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise AgentWorldError(f"{config.judged}:{number}: not JSON ({exc.msg})") from None
+            rows: list[dict[str, Any]] = [row for _, row in read_jsonl(config.judged)]
             report = score_official_judged(rows)
         else:
             assert config.run is not None

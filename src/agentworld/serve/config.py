@@ -64,6 +64,9 @@ class HttpServeConfig(ServerFields, ModelEndpoint):
     worlds_root: Path | None = Field(None, description='Folder of world folders a session may name '
                                      '({"world": "NAME"} in POST /v1/sessions); paths outside it are '
                                      "refused. Without it, sessions cannot name world folders.")
+    max_cached_worlds: int = Field(64, ge=1, description="Parsed world folders kept in memory (least "
+                                   "recently used dropped first); a world is parsed again only when its "
+                                   "world.json changes.")
 
 
 class McpFields(BaseModel):

@@ -23,7 +23,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import FastAPI, Request
@@ -46,6 +46,9 @@ from agentworld.serve.sessions import (
 )
 from agentworld.sim.toolschema import json_size
 from agentworld.sim.types import Seed, SessionState, StepResult, WorldSpec
+
+if TYPE_CHECKING:
+    from agentworld.synth.world_cache import WorldSpecCache
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +118,9 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
 
     app = FastAPI(title="agentworld simulator", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.sessions = sessions
+    from agentworld.synth.world_cache import WorldSpecCache
+
+    app.state.worlds = worlds = WorldSpecCache(config.max_cached_worlds)
     app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes)
     _add_error_handlers(app, secrets=(secret(config.model_api_key), secret(config.token)))
 
@@ -136,7 +142,7 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
                 return _json(422, {"detail": "give spec or world, not both"})
             try:
                 body = CreateSessionRequest(spec=await asyncio.to_thread(world_spec, config.worlds_root,
-                                                                         body.world), seed=body.seed)
+                                                                         body.world, worlds), seed=body.seed)
             except AgentWorldError as exc:
                 return _json(422, {"detail": str(exc)})
         if body.spec.tools:  # compiled off the event loop: a client's schemas may be large
@@ -175,13 +181,13 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
     return app
 
 
-def world_spec(root: Path | None, name: str) -> WorldSpec:
+def world_spec(root: Path | None, name: str, worlds: WorldSpecCache) -> WorldSpec:
     """The spec of world folder ``name`` inside ``root``; anything outside it (``..``, links) is refused.
+
+    Parsed once per version of its ``world.json`` (``worlds`` keeps it), its tasks never read.
 
     Errors name the folder relative to the root, so a client never learns the server's paths.
     """
-    from agentworld.synth.world import load_world
-
     if root is None:
         raise AgentWorldError("this server serves no world folders (start it with --worlds-root ROOT)")
     base = root.resolve()
@@ -189,7 +195,7 @@ def world_spec(root: Path | None, name: str) -> WorldSpec:
     if not target.is_relative_to(base):
         raise AgentWorldError(f"world {name!r} is outside the server's worlds root")
     try:
-        return load_world(target).to_spec()
+        return worlds.spec(target)
     except AgentWorldError as exc:
         raise AgentWorldError(str(exc).replace(f"{base}/", "")) from None
 

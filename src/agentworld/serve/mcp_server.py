@@ -22,7 +22,6 @@ The HTTP app itself is in :mod:`agentworld.serve.mcp_http`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from mcp.server.lowlevel import Server
 
 from agentworld.domains import TOOLS_DOMAIN
 from agentworld.errors import AgentWorldError, DataError
+from agentworld.inputs import parse_json, read_text
 from agentworld.redact import redact_text
 from agentworld.serve.sessions import SessionManager, SimulatorFactory
 from agentworld.sim import toolschema
@@ -56,12 +56,7 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
             ``inputSchema`` that the server can apply safely; the message names file, index and field.
     """
     where = str(path)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read tools file: {exc.strerror or exc}", path=where) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"not valid JSON: {exc}", path=where, line=getattr(exc, "lineno", None)) from exc
+    data = parse_json(read_text(path, what="tools file"), path=where)
     tools = data.get("tools") if isinstance(data, dict) else data
     if not isinstance(tools, list):
         raise DataError('expected {"tools": [...]} or a list of tools', path=where)

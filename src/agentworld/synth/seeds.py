@@ -8,7 +8,6 @@ their (truncated) results, and the tools when the seed lists them. One seed make
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.domains.actions import tool_call
 from agentworld.errors import DataError
+from agentworld.inputs import check_file, parse_json, read_bytes
 
 MAX_CALLS = 24
 MAX_OBSERVATION_CHARS = 2_000
@@ -47,10 +47,11 @@ def _tools_list(path: Path) -> list[dict[str, Any]] | None:
     """The tools of a bare ``tools/list`` file, or None when the file is something else."""
     if path.suffix.lower() != ".json":
         return None
+    raw = read_bytes(path, what="seed file")  # a FIFO or /dev/zero is refused, not read
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+        data = parse_json(raw, path=path)
+    except DataError:
+        return None  # something else (a recording); ingest says what is wrong with it
     tools = data.get("tools") if isinstance(data, dict) and set(data) <= {"tools", "nextCursor"} else data
     if isinstance(tools, list) and tools and all(isinstance(t, dict) and "inputSchema" in t for t in tools):
         return tools
@@ -71,8 +72,9 @@ def read_seeds(paths: Sequence[Path], limit: int | None = None) -> list[Seed]:
 def _read_one(path: Path) -> Iterator[Seed]:
     from agentworld.data.ingest import ingest
 
-    if not path.is_file():
+    if not path.exists():
         raise DataError("no such seed file", path=str(path))
+    check_file(path, what="seed file")  # a FIFO or /dev/zero would hang or fill memory
     tools = _tools_list(path)
     if tools is not None:
         from agentworld.serve.mcp_server import check_tools

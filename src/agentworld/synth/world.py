@@ -24,16 +24,16 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentworld import inputs
 from agentworld.domains import TOOLS_DOMAIN
 from agentworld.domains.mcp.ledger import entities, is_mutating, parse_json, tool_noun
+from agentworld.domains.records_file import read_records, validated
 from agentworld.domains.spec import ControlSpec, WorldSpec, load_control_spec
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 from agentworld.schema import strip_marker
 
 WORLD_VERSION = 1
-MAX_FILE_BYTES = 64 * 1024 * 1024
-"""world.json and tasks.jsonl larger than this are refused (untrusted folders)."""
 
 Entities = dict[str, dict[str, dict[str, Any]]]
 """``{kind: {id: {field: value}}}``: the form the state ledger holds."""
@@ -173,27 +173,27 @@ def _located(exc: ValidationError, path: Path, line: int | None = None,
     return DataError(err["msg"], path=str(path), line=line, sample_id=sample, field=field)
 
 
-def _read(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise DataError(f"file larger than {MAX_FILE_BYTES} bytes", path=str(path))
-        return path.read_text("utf-8")
-    except FileNotFoundError:
-        raise DataError("missing (a world folder holds world.json and tasks.jsonl)", path=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path)) from None
+def _read(path: Path, root: Path) -> str:
+    if not path.exists() and not path.is_symlink():
+        raise DataError("missing (a world folder holds world.json and tasks.jsonl)", path=str(path))
+    return inputs.read_text(path, root=root)
 
 
-def load_world(directory: str | Path) -> World:
-    """Read and validate a world folder; errors name the file, line, task id and field."""
+def load_world(directory: str | Path, *, tasks: bool = True, controls: bool = True) -> World:
+    """Read and validate a world folder; errors name the file, line, task id and field.
+
+    Every file is read through :func:`agentworld.inputs.read_text`: regular files inside the folder
+    (a link that leaves it is refused), at most :func:`agentworld.inputs.max_input_bytes` each
+    (64 MiB unless ``AGENTWORLD_MAX_INPUT_BYTES`` says otherwise), JSON/YAML nested at most
+    :data:`agentworld.inputs.MAX_DEPTH` deep. ``tasks=False`` skips ``tasks.jsonl`` and
+    ``controls=False`` the control specs (a server that only serves the world need not parse a
+    hundred thousand tasks).
+    """
     root = Path(directory)
     if not root.is_dir():
         raise DataError("not a world folder (no such directory)", path=str(root))
     world_path = root / "world.json"
-    try:
-        data = json.loads(_read(world_path))
-    except ValueError as exc:
-        raise DataError(f"malformed JSON: {exc}", path=str(world_path)) from None
+    data = inputs.parse_json(_read(world_path, root), path=world_path)
     if not isinstance(data, dict):
         raise DataError("expected a JSON object", path=str(world_path))
     if data.get("version", WORLD_VERSION) != WORLD_VERSION:
@@ -203,18 +203,18 @@ def load_world(directory: str | Path) -> World:
         doc = WorldDoc.model_validate(data)
     except ValidationError as exc:
         raise _located(exc, world_path) from None
-    tasks = load_tasks(root / "tasks.jsonl") if (root / "tasks.jsonl").exists() else []
-    controls = {p.stem: load_control_spec(p) for p in sorted((root / "controls").glob("*.y*ml"))
-                if p.suffix in (".yaml", ".yml")} if (root / "controls").is_dir() else {}
-    return World(**dict(doc), tasks=tasks, controls=controls)
+    task_path = root / "tasks.jsonl"
+    listed = tasks and (task_path.exists() or task_path.is_symlink())
+    loaded = load_tasks(task_path, root=root) if listed else []
+    specs = {p.stem: load_control_spec(p, root=root) for p in sorted((root / "controls").glob("*.y*ml"))
+             if p.suffix in (".yaml", ".yml")} if controls and (root / "controls").is_dir() else {}
+    return World(**dict(doc), tasks=loaded, controls=specs)
 
 
-def load_tasks(path: Path) -> list[Task]:
-    """Tasks from a JSONL file (ids unique; blank lines skipped)."""
-    from agentworld.domains.records_file import read_records, validated
-
+def load_tasks(path: Path, *, root: Path | None = None) -> list[Task]:
+    """Tasks from a JSONL file (ids unique; blank lines skipped); ``root`` confines it to a folder."""
     return read_records(path, lambda item, line: validated(Task, item, path=path, line=line, key="id"),
-                        lambda t: t.id, what="task", key="id", allow_empty=True, max_bytes=MAX_FILE_BYTES)
+                        lambda t: t.id, what="task", key="id", allow_empty=True, root=root)
 
 
 def save_world(world: World, directory: str | Path) -> Path:

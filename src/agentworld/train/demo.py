@@ -43,6 +43,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentworld.domains import DEFAULT_DOMAIN
+from agentworld.inputs import jsonl_rows
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 
 DOMAIN = DEFAULT_DOMAIN
@@ -104,7 +105,8 @@ def _corpus_texts() -> list[str]:
     """What the model will read: the recordings' actions and observations and the system prompt."""
     from agentworld.corpus import corpus_path
 
-    rows = [json.loads(line) for line in corpus_path(DOMAIN).read_text().splitlines() if line.strip()]
+    path = corpus_path(DOMAIN)
+    rows = [row for _, row in jsonl_rows(path.read_text(encoding="utf-8"), path=path)]
     texts = [text for row in rows if row.get("turn_idx") == 1 for text in (*row["prompt"], *row["response"])]
     return [*texts, SYSTEM]
 

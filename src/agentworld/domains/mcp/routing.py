@@ -18,6 +18,7 @@ from typing import Any
 
 from agentworld.domains.actions import tool_call
 from agentworld.domains.base import RouteDecision
+from agentworld.inputs import jsonl_rows
 
 READ_VERBS = frozenset((
     "get", "list", "read", "search", "find", "describe", "show", "view", "fetch", "query", "lookup", "open",
@@ -54,8 +55,7 @@ def _catalogue() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     if path is None:
         return tools, servers
     seen: set[tuple[str, str]] = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line) if line.strip() else {}
+    for _, row in jsonl_rows(path.read_text(encoding="utf-8"), path=path):
         server, prompt = str((row.get("meta") or {}).get("server", "")), row.get("system_str", "")
         if (server, prompt) in seen:
             continue
