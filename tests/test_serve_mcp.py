@@ -334,8 +334,8 @@ def test_cli_user_errors_are_one_line(tmp_path: Path, mock_url: str,
 def test_exposure_check_allows_loopback_and_warns_when_told(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "10.0.0.1", "::", "example.org"))
-    check_exposure("0.0.0.0", has_token=True, allow_no_token=False)
+    check_exposure("0.0.0.0", "t", allow_no_token=False)
     with pytest.raises(AgentWorldError, match="no --token is set"):
-        check_exposure("0.0.0.0", has_token=False, allow_no_token=False)
-    check_exposure("0.0.0.0", has_token=False, allow_no_token=True)
+        check_exposure("0.0.0.0", None, allow_no_token=False)
+    check_exposure("0.0.0.0", None, allow_no_token=True)
     assert "WITHOUT A TOKEN" in capsys.readouterr().err

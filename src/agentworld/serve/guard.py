@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentworld.serve.net import token_bytes
+
 OPEN_PATHS = frozenset({"/v1/health"})
 """Paths answered without a token (load balancers' health checks)."""
 
@@ -29,7 +31,7 @@ class GuardMiddleware:
     def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int,
                  open_paths: frozenset[str] = OPEN_PATHS) -> None:
         self.app = app
-        self._token = token.encode() if token else None
+        self._token = token_bytes(token)  # an empty token is refused, never read as "none"
         self.max_body_bytes = max_body_bytes
         self.open_paths = open_paths
 

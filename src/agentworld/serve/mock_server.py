@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import hmac
 import json
 import random
 import re
@@ -45,7 +46,7 @@ from agentworld.schema import strip_marker as _strip
 from agentworld.serve import mock_flavours as flavours
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
-from agentworld.serve.net import bind_tcp, uvicorn_config
+from agentworld.serve.net import bind_tcp, token_bytes, uvicorn_config
 
 RESPONSE_TAG = "predicted_observation"
 JUDGE_TAG = "final_evaluation"
@@ -469,12 +470,15 @@ def create_app(config: MockConfig) -> FastAPI:
     app = FastAPI(title="agentworld mock server", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.mock = state
     delay = config.latency_ms / 1000
-    expected_auth = f"Bearer {config.token.get_secret_value()}" if config.token is not None else None
+    token = token_bytes(config.token.get_secret_value() if config.token is not None else None)
 
     def refused(request: Request) -> Response | None:
-        if expected_auth is not None and request.headers.get("authorization") != expected_auth:
-            return _json(401, flavours.auth_error())
-        return None
+        if token is None:
+            return None
+        scheme, _, given = request.headers.get("authorization", "").encode().partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token):
+            return None
+        return _json(401, flavours.auth_error())
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -511,16 +515,19 @@ def create_app(config: MockConfig) -> FastAPI:
             return refused(request) or _json(200, flavours.props(config))
 
     @app.get("/_mock/requests")
-    async def requests(full: int = 0) -> Response:
-        return _json(200, state.snapshot(bool(full)))
+    async def requests(request: Request, full: int = 0) -> Response:
+        return refused(request) or _json(200, state.snapshot(bool(full)))
 
     @app.get("/_mock/stats")
-    async def stats() -> Response:
-        return _json(200, {"samples": len(state.samples), "duplicate_rows": state.duplicates,
-                           "max_in_flight": state.max_in_flight, **state.stats})
+    async def stats(request: Request) -> Response:
+        return refused(request) or _json(200, {
+            "samples": len(state.samples), "duplicate_rows": state.duplicates,
+            "max_in_flight": state.max_in_flight, **state.stats})
 
     @app.post("/_mock/reset")
-    async def reset() -> Response:
+    async def reset(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
         state.reset()
         return _json(200, {"ok": True})
 
