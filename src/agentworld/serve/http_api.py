@@ -184,6 +184,7 @@ def world_spec(root: Path | None, name: str) -> WorldSpec:
 
     if root is None:
         raise AgentWorldError("this server serves no world folders (start it with --worlds-root ROOT)")
+    _check_world_name(name)
     base = root.resolve()
     target = (base / name).resolve()
     if not target.is_relative_to(base):
@@ -192,6 +193,27 @@ def world_spec(root: Path | None, name: str) -> WorldSpec:
         return load_world(target).to_spec()
     except AgentWorldError as exc:
         raise AgentWorldError(str(exc).replace(f"{base}/", "")) from None
+    except OSError as exc:  # the name is valid but the file system refuses it (a loop of links, no access)
+        reason = exc.strerror or type(exc).__name__
+        raise AgentWorldError(f"world {name[:64]!r} cannot be read: {reason}") from None
+
+
+NAME_MAX_BYTES = 255
+"""Longest path component (as UTF-8) a world name may have: the limit of the usual file systems."""
+
+
+def _check_world_name(name: str) -> None:
+    """Refuse a name no file system can hold before it reaches one (a NUL byte, an over-long component).
+
+    Why: those raise ``ValueError``/``OSError`` deep inside path handling, which answered 500 and
+    reset the client's keep-alive connection; they are the client's mistake (422).
+    """
+    if "\x00" in name:
+        raise AgentWorldError("world name contains a NUL byte")
+    longest = max(len(part.encode("utf-8", "surrogatepass")) for part in name.split("/"))
+    if longest > NAME_MAX_BYTES:
+        raise AgentWorldError(f"world name has a component of {longest} bytes, over the file-system limit "
+                              f"of {NAME_MAX_BYTES}")
 
 
 def _add_error_handlers(app: FastAPI, secrets: tuple[str | None, ...]) -> None:
