@@ -10,6 +10,7 @@ deterministically and knows the right answer. This one:
   (raising ``corruption_rate`` only adds samples to the set), so scores fall monotonically;
 * answers **judge requests** (see docs/CONTRACTS.md): rubric verdicts scored from the similarity of
   the simulated and real blocks, ``\\boxed{A|B}`` for Turing and reference comparison;
+* streams when asked (``"stream": true``: server-sent events, :mod:`agentworld.serve.mock_stream`);
 * injects failures deterministically: whether the *k*-th request with a given message list fails
   is a hash of (seed, message list, k), so a retry of the same request can succeed and the outcome
   does not depend on how concurrent requests interleave.
@@ -38,12 +39,13 @@ from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
 from agentworld.serve import mock_flavours as flavours
+from agentworld.serve import mock_stream
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
 from agentworld.serve.net import bind_tcp, token_bytes, uvicorn_config
@@ -501,6 +503,10 @@ def create_app(config: MockConfig) -> FastAPI:
             plan, _ = state.plan(body)
             if delay:
                 await asyncio.sleep(delay)
+        if plan.status == 200 and mock_stream.wants_stream(body):
+            events = mock_stream.sse_events(plan.body, include_usage=mock_stream.wants_usage(body))
+            return StreamingResponse(events, media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
         return _json(plan.status, plan.body, plan.headers)
 
     @app.get("/v1/models")
