@@ -213,7 +213,7 @@ def test_episode_addresses_isolate_stateless_clients(mock_url: str) -> None:
         base = url.removesuffix("/mcp")
         episodes = [httpx.post(f"{base}/v1/episodes", json={"seed": i}).json() for i in range(n)]
         assert health(url)["episodes"] == n
-        assert all(e["mcp_url"] == f"{url}/{e['episode_id']}" for e in episodes)
+        assert all(e["mcp_url"] == f"{base}/episodes/{e['episode_id']}/mcp" for e in episodes)
 
         async def play(i: int, mcp_url: str) -> None:
             async with Client(mcp_url) as client:  # the SDK's default: stateless, no session id
@@ -283,7 +283,8 @@ def test_limits_arguments_and_patterns(mock_url: str, tmp_path: Path) -> None:
             assert httpx.post(f"{base}/v1/episodes").status_code == 200
         full = httpx.post(f"{base}/v1/episodes")
         assert full.status_code == 429 and "--max-sessions" in full.json()["detail"]
-        infinite = httpx.post(f"{base}/v1/episodes", content=b'{"seed": 1e400}')
+        infinite = httpx.post(f"{base}/v1/episodes", content=b'{"seed": 1e400}',
+                              headers={"content-type": "application/json"})
         assert infinite.status_code == 422 and "seed" in infinite.json()["detail"]
 
 

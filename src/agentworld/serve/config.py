@@ -63,6 +63,11 @@ class ServerFields(BaseModel):
                                     "line shows in ps.", json_schema_extra={"envvar": TOKEN_ENV})
     allow_no_token: bool = Field(False, description="Serve on a non-loopback --host without --token anyway "
                                  "(a warning is printed).")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Another name clients reach this "
+                                     "server by (repeat): requests whose Host or Origin is not --host, "
+                                     "localhost, 127.0.0.1, [::1] or one of these answer 421/403 (DNS "
+                                     "rebinding). With a wildcard --host (0.0.0.0) and none given, any Host "
+                                     "is answered.", json_schema_extra={"flags": ["--allowed-host"]})
     idle_timeout_s: float = Field(600.0, gt=0, description="Close sessions unused for this many seconds.")
     max_sessions: int = Field(256, ge=1, description="Most sessions open at once; more are refused until "
                               "one closes or expires.")
@@ -76,6 +81,15 @@ class ServerFields(BaseModel):
     max_tokens: int | None = Field(None, ge=1, description="max_tokens of world-model requests whose "
                                    "session's spec sets none (a thinking world model needs 16384 or more; "
                                    "default: the server's own).")
+
+
+    @model_validator(mode="after")
+    def _host_names(self) -> ServerFields:
+        for name in self.allowed_hosts:
+            if not name.strip() or any(c in name for c in "/@ \t") or "://" in name:
+                raise ValueError(f"--allowed-host {name!r} is not a host name (give e.g. sim.example.org or "
+                                 "10.0.0.5, without scheme, port or path)")
+        return self
 
 
 class HttpServeConfig(ServerFields, ModelEndpoint):
@@ -99,7 +113,7 @@ class McpFields(BaseModel):
                                "served with its initial entities as the starting state (or --tools).")
     control: Path | None = Field(None, description="Control spec (faults, facts), YAML or JSON.")
     transport: Literal["stdio", "http"] = Field("stdio", description="stdio (one episode per process) or "
-                                                "http (streamable HTTP at /mcp and /mcp/EPISODE).")
+                                                "http (streamable HTTP at /mcp and /episodes/EPISODE/mcp).")
     seed: int = Field(0, ge=-(2**63), le=2**63 - 1, description="Episode seed (fault decisions, sampling); "
                       "POST /v1/episodes may give its own.")
     initial_state: str = Field("", description="Description of the world's starting state (with --world: "

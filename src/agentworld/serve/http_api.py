@@ -37,6 +37,7 @@ from agentworld.models.base import ChatBackend
 from agentworld.redact import redact_text
 from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.guard import GuardMiddleware
+from agentworld.serve.net import allowed_host_names
 from agentworld.serve.sessions import (
     SessionLimitReached,
     SessionManager,
@@ -115,7 +116,8 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
 
     app = FastAPI(title="agentworld simulator", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.sessions = sessions
-    app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes)
+    app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes,
+                       allowed_hosts=allowed_host_names(config.host, config.allowed_hosts))
     _add_error_handlers(app, secrets=(secret(config.model_api_key), secret(config.token)))
 
     @app.get("/v1/health")

@@ -9,6 +9,7 @@ import errno
 import ipaddress
 import socket
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from agentworld.envs.loopback import KEEP_ALIVE_S
@@ -68,6 +69,34 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+"""Host names every server answers to: a client on this machine may use any of them."""
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def host_name(host: str) -> str:
+    """``host`` (an address, a name, or a ``Host`` header with its port) as compared: lower case, no
+    brackets, no port (``[::1]:8765`` → ``::1``, ``LOCALHOST:80`` → ``localhost``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def allowed_host_names(bound: str, extra: Sequence[str] = ()) -> frozenset[str] | None:
+    """The ``Host`` names a server bound to ``bound`` answers, or None for any.
+
+    Why: a page in the user's browser can make a loopback server's name resolve to it (DNS
+    rebinding) and then send it requests with its own ``Host``; a server that only answers its
+    own names is out of that page's reach. A wildcard bind (``0.0.0.0``, ``::``) is reached under
+    names nobody listed, so it answers any (its token protects it) unless ``extra`` names them.
+    """
+    wildcard = host_name(bound) in _WILDCARDS
+    if wildcard and not extra:
+        return None
+    return frozenset(host_name(h) for h in (*LOOPBACK_NAMES, *extra, *(() if wildcard else (bound,))))
 
 
 def token_bytes(token: str | None) -> bytes | None:

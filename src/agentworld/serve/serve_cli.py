@@ -58,7 +58,8 @@ def _mcp(config: McpServeConfig) -> None:
     from agentworld.serve.mcp_http import http_app
 
     run_uvicorn(http_app(tool_server, host=config.host, token=secret(config.token),
-                         max_body_bytes=config.max_body_bytes), config.host, config.port, "/mcp")
+                         max_body_bytes=config.max_body_bytes, allowed_hosts=config.allowed_hosts),
+                config.host, config.port, "/mcp")
 
 
 def _http(config: HttpServeConfig) -> None:
