@@ -87,8 +87,9 @@ class ServerFields(BaseModel):
     def _host_names(self) -> ServerFields:
         for name in self.allowed_hosts:
             if not name.strip() or any(c in name for c in "/@ \t") or "://" in name:
-                raise ValueError(f"--allowed-host {name!r} is not a host name (give e.g. sim.example.org or "
-                                 "10.0.0.5, without scheme, port or path)")
+                raise PydanticCustomError("host_name", "--allowed-host {name} is not a host name (give e.g. "
+                                          "sim.example.org or 10.0.0.5, without scheme or path)",
+                                          {"name": repr(name)})
         return self
 
 
