@@ -156,7 +156,8 @@ def test_errors_and_server_keeps_serving(mock_url: str) -> None:
         assert len(mock_log(mock_url)) == before  # neither asked the model
         big = client.post(f"/v1/sessions/{sid}/step", json={"action": "x" * 10_000})
         assert big.status_code == 413
-        chunked = client.post(f"/v1/sessions/{sid}/step", content=iter([b'{"action": "', b"y" * 8000, b'"}']))
+        chunked = client.post(f"/v1/sessions/{sid}/step", content=iter([b'{"action": "', b"y" * 8000, b'"}']),
+                              headers={"content-type": "application/json"})
         assert chunked.status_code == 413
         ok = client.post(f"/v1/sessions/{sid}/step", json={"action": call("get_user_details", user_id="z")})
         assert ok.status_code == 200 and not ok.json()["is_error"], ok.text

@@ -215,7 +215,7 @@ def test_episode_addresses_isolate_stateless_clients(mock_url: str) -> None:
         base = url.removesuffix("/mcp")
         episodes = [httpx.post(f"{base}/v1/episodes", json={"seed": i}).json() for i in range(n)]
         assert health(url)["episodes"] == n
-        assert all(e["mcp_url"] == f"{url}/{e['episode_id']}" for e in episodes)
+        assert all(e["mcp_url"] == f"{base}/episodes/{e['episode_id']}/mcp" for e in episodes)
 
         async def play(i: int, mcp_url: str) -> None:
             async with Client(mcp_url) as client:  # the SDK's default: stateless, no session id
@@ -285,7 +285,8 @@ def test_limits_arguments_and_patterns(mock_url: str, tmp_path: Path) -> None:
             assert httpx.post(f"{base}/v1/episodes").status_code == 200
         full = httpx.post(f"{base}/v1/episodes")
         assert full.status_code == 429 and "--max-sessions" in full.json()["detail"]
-        infinite = httpx.post(f"{base}/v1/episodes", content=b'{"seed": 1e400}')
+        infinite = httpx.post(f"{base}/v1/episodes", content=b'{"seed": 1e400}',
+                              headers={"content-type": "application/json"})
         assert infinite.status_code == 422 and "seed" in infinite.json()["detail"]
 
 
@@ -336,8 +337,8 @@ def test_cli_user_errors_are_one_line(tmp_path: Path, mock_url: str,
 def test_exposure_check_allows_loopback_and_warns_when_told(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "10.0.0.1", "::", "example.org"))
-    check_exposure("0.0.0.0", has_token=True, allow_no_token=False)
+    check_exposure("0.0.0.0", "t", allow_no_token=False)
     with pytest.raises(AgentWorldError, match="no --token is set"):
-        check_exposure("0.0.0.0", has_token=False, allow_no_token=False)
-    check_exposure("0.0.0.0", has_token=False, allow_no_token=True)
+        check_exposure("0.0.0.0", None, allow_no_token=False)
+    check_exposure("0.0.0.0", None, allow_no_token=True)
     assert "WITHOUT A TOKEN" in capsys.readouterr().err

@@ -11,13 +11,16 @@ schemas and arguments that end up in prompts; every size and count has a bound w
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic_core import PydanticCustomError
 
 from agentworld.endpoints import ModelEndpoint
+from agentworld.errors import AgentWorldError
 
 TOKEN_ENV = "AGENTWORLD_TOKEN"
+MOCK_TOKEN_ENV = "AGENTWORLD_MOCK_TOKEN"
 
 MALFORMED_KINDS: tuple[str, ...] = ("no_tag", "trailing_commas", "unquoted_keys", "no_fence",
                                     "truncated", "garbage", "bad_scores")
@@ -25,6 +28,25 @@ MALFORMED_KINDS: tuple[str, ...] = ("no_tag", "trailing_commas", "unquoted_keys"
 MalformedKind = Literal["no_tag", "trailing_commas", "unquoted_keys", "no_fence", "truncated", "garbage",
                         "bad_scores"]
 _ALL_MALFORMED: tuple[MalformedKind, ...] = get_args(MalformedKind)
+
+
+def _set_or_unset(token: SecretStr | None) -> SecretStr | None:
+    """Refuse an empty token when the options are read, before anything starts.
+
+    The rule is :func:`agentworld.serve.net.token_bytes` (the one definition the guards use too).
+    """
+    from agentworld.serve.net import token_bytes
+
+    try:
+        token_bytes(token.get_secret_value() if token is not None else None)
+    except AgentWorldError:
+        raise PydanticCustomError("empty_token", "an empty token is no token: give a non-empty one, or "
+                                  "leave it unset") from None
+    return token
+
+
+Token = Annotated[SecretStr | None, AfterValidator(_set_or_unset)]
+"""A bearer token: unset (None) or non-empty; ``""`` is a user error, never "no token"."""
 
 
 class ServerFields(BaseModel):
@@ -36,11 +58,16 @@ class ServerFields(BaseModel):
                       "--allow-no-token): whoever reaches the port spends your model's compute.")
     port: int = Field(8765, ge=0, le=65535, description="TCP port; 0 picks a free one (the URL is printed "
                       "on stderr).")
-    token: SecretStr | None = Field(None, description="Bearer token every client must send (Authorization: "
+    token: Token = Field(None, description="Bearer token every client must send (Authorization: "
                                     "Bearer TOKEN); prefer the environment variable, a token on the command "
                                     "line shows in ps.", json_schema_extra={"envvar": TOKEN_ENV})
     allow_no_token: bool = Field(False, description="Serve on a non-loopback --host without --token anyway "
                                  "(a warning is printed).")
+    allowed_hosts: list[str] = Field(default_factory=list, description="Another name clients reach this "
+                                     "server by (repeat): requests whose Host or Origin is not --host, "
+                                     "localhost, 127.0.0.1, [::1] or one of these answer 421/403 (DNS "
+                                     "rebinding). With a wildcard --host (0.0.0.0) and none given, any Host "
+                                     "is answered.", json_schema_extra={"flags": ["--allowed-host"]})
     idle_timeout_s: float = Field(600.0, gt=0, description="Close sessions unused for this many seconds.")
     max_sessions: int = Field(256, ge=1, description="Most sessions open at once; more are refused until "
                               "one closes or expires.")
@@ -54,6 +81,16 @@ class ServerFields(BaseModel):
     max_tokens: int | None = Field(None, ge=1, description="max_tokens of world-model requests whose "
                                    "session's spec sets none (a thinking world model needs 16384 or more; "
                                    "default: the server's own).")
+
+
+    @model_validator(mode="after")
+    def _host_names(self) -> ServerFields:
+        for name in self.allowed_hosts:
+            if not name.strip() or any(c in name for c in "/@ \t") or "://" in name:
+                raise PydanticCustomError("host_name", "--allowed-host {name} is not a host name (give e.g. "
+                                          "sim.example.org or 10.0.0.5, without scheme or path)",
+                                          {"name": repr(name)})
+        return self
 
 
 class HttpServeConfig(ServerFields, ModelEndpoint):
@@ -80,7 +117,7 @@ class McpFields(BaseModel):
                                "served with its initial entities as the starting state (or --tools).")
     control: Path | None = Field(None, description="Control spec (faults, facts), YAML or JSON.")
     transport: Literal["stdio", "http"] = Field("stdio", description="stdio (one episode per process) or "
-                                                "http (streamable HTTP at /mcp and /mcp/EPISODE).")
+                                                "http (streamable HTTP at /mcp and /episodes/EPISODE/mcp).")
     seed: int = Field(0, ge=-(2**63), le=2**63 - 1, description="Episode seed (fault decisions, sampling); "
                       "POST /v1/episodes may give its own.")
     initial_state: str = Field("", description="Description of the world's starting state (with --world: "
@@ -116,7 +153,8 @@ class MockConfig(BaseModel):
     data: list[Path] = Field(default_factory=list, description="AgentWorldBench JSONL files or folders whose "
                              "ground truth is served (repeat, or several after one flag); without any, every "
                              "world-model request gets a generic answer.")
-    host: str = Field("127.0.0.1", description="Address to bind.")
+    host: str = Field("127.0.0.1", description="Address to bind. Anything but loopback needs --token (or "
+                      "--allow-no-token), as for the simulator servers.")
     port: int = Field(0, ge=0, le=65535, description="TCP port; 0 picks a free one (the URL is printed).")
     latency_ms: float = Field(0.0, ge=0, description="Delay before every answer, errors included (does not "
                               "block other requests).")
@@ -154,9 +192,12 @@ class MockConfig(BaseModel):
                                 "sglang answer 400 when a request's prompt plus max_tokens exceed it.")
     reject_other_models: bool = Field(False, description="Answer 404 model not found to a request naming "
                                       "another model than --model-name (always on with --flavour vllm).")
-    token: SecretStr | None = Field(None, description="API key clients must send (Authorization: Bearer "
-                                    "KEY); other /v1 requests get 401 with an OpenAI-style error.",
-                                    json_schema_extra={"envvar": "AGENTWORLD_MOCK_TOKEN"})
+    token: Token = Field(None, description="API key clients must send (Authorization: Bearer KEY); other "
+                         "requests (/v1, /_mock) get 401 with an OpenAI-style error. Anything but a loopback "
+                         "--host needs one (or --allow-no-token).",
+                         json_schema_extra={"envvar": MOCK_TOKEN_ENV})
+    allow_no_token: bool = Field(False, description="Serve on a non-loopback --host without --token anyway "
+                                 "(a warning is printed).")
 
     @model_validator(mode="after")
     def _one_placement(self) -> MockConfig:

@@ -37,6 +37,7 @@ from agentworld.models.base import ChatBackend
 from agentworld.redact import redact_text
 from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.guard import GuardMiddleware
+from agentworld.serve.net import allowed_host_names
 from agentworld.serve.sessions import (
     SessionLimitReached,
     SessionManager,
@@ -121,7 +122,8 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
     from agentworld.synth.world_cache import WorldSpecCache
 
     app.state.worlds = worlds = WorldSpecCache(config.max_cached_worlds)
-    app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes)
+    app.add_middleware(GuardMiddleware, token=secret(config.token), max_body_bytes=config.max_body_bytes,
+                       allowed_hosts=allowed_host_names(config.host, config.allowed_hosts))
     _add_error_handlers(app, secrets=(secret(config.model_api_key), secret(config.token)))
 
     @app.get("/v1/health")
@@ -190,6 +192,7 @@ def world_spec(root: Path | None, name: str, worlds: WorldSpecCache) -> WorldSpe
     """
     if root is None:
         raise AgentWorldError("this server serves no world folders (start it with --worlds-root ROOT)")
+    _check_world_name(name)
     base = root.resolve()
     target = (base / name).resolve()
     if not target.is_relative_to(base):
@@ -198,6 +201,27 @@ def world_spec(root: Path | None, name: str, worlds: WorldSpecCache) -> WorldSpe
         return worlds.spec(target)
     except AgentWorldError as exc:
         raise AgentWorldError(str(exc).replace(f"{base}/", "")) from None
+    except OSError as exc:  # the name is valid but the file system refuses it (a loop of links, no access)
+        reason = exc.strerror or type(exc).__name__
+        raise AgentWorldError(f"world {name[:64]!r} cannot be read: {reason}") from None
+
+
+NAME_MAX_BYTES = 255
+"""Longest path component (as UTF-8) a world name may have: the limit of the usual file systems."""
+
+
+def _check_world_name(name: str) -> None:
+    """Refuse a name no file system can hold before it reaches one (a NUL byte, an over-long component).
+
+    Why: those raise ``ValueError``/``OSError`` deep inside path handling, which answered 500 and
+    reset the client's keep-alive connection; they are the client's mistake (422).
+    """
+    if "\x00" in name:
+        raise AgentWorldError("world name contains a NUL byte")
+    longest = max(len(part.encode("utf-8", "surrogatepass")) for part in name.split("/"))
+    if longest > NAME_MAX_BYTES:
+        raise AgentWorldError(f"world name has a component of {longest} bytes, over the file-system limit "
+                              f"of {NAME_MAX_BYTES}")
 
 
 def _add_error_handlers(app: FastAPI, secrets: tuple[str | None, ...]) -> None:

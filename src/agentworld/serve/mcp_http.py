@@ -6,18 +6,21 @@ Routes (all behind one :class:`~agentworld.serve.guard.GuardMiddleware`: bearer 
   closed when the session ends (its sessions are served by :mod:`agentworld.serve.mcp_handshake`);
   stateless clients share one episode;
 * ``POST /v1/episodes`` ``{"seed": 7}`` (body optional) → ``{"episode_id", "mcp_url", "observation"}``:
-  a new episode, reachable by any MCP client at ``mcp_url`` (``/mcp/<episode-id>``), stateless
-  or not, and by nobody else's requests; ``DELETE /v1/episodes/<id>`` closes it;
+  a new episode, reachable by any MCP client at ``mcp_url`` (``/episodes/<episode-id>/mcp``; the
+  older ``/mcp/<episode-id>`` still works), stateless or not, and by nobody else's requests;
+  ``DELETE /v1/episodes/<id>`` closes it, and so does the end of an MCP session that acted in it;
 * ``GET /v1/health`` → ``{"status": "ok", "episodes": <open simulators>}``, without a token.
 
 Why episode addresses: stateless MCP clients (the SDK's default) carry no session id, so on
-``/mcp`` they cannot be told apart; concurrent RL episodes need an address each.
+``/mcp`` they cannot be told apart; concurrent RL episodes need an address each. Why it ends in
+``/mcp``: the MCP Inspector rewrites any URL whose path does not, so its calls on ``/mcp/<id>``
+silently landed in a fresh simulator.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import orjson
@@ -32,7 +35,7 @@ from starlette.routing import Route
 from agentworld.serve.guard import GuardMiddleware
 from agentworld.serve.mcp_handshake import HandshakeSessions
 from agentworld.serve.mcp_server import SimulatedToolServer
-from agentworld.serve.net import is_loopback
+from agentworld.serve.net import allowed_host_names, is_loopback
 from agentworld.serve.sessions import SessionLimitReached, SessionNotFound
 from agentworld.sim.types import Seed
 
@@ -66,18 +69,23 @@ class _PostOnly:
 
 
 def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token: str | None = None,
-             max_body_bytes: int = 4_194_304) -> Any:
-    """The ASGI app: MCP at ``/mcp`` and ``/mcp/{episode}``, the episode API, health.
+             max_body_bytes: int = 4_194_304, allowed_hosts: Sequence[str] = ()) -> Any:
+    """The ASGI app: MCP at ``/mcp``, ``/episodes/{episode}/mcp`` and ``/mcp/{episode}``, the episode
+    API, health.
 
     MCP sessions and episodes share the limits of ``tool_server.sessions`` (``--max-sessions``,
-    ``--idle-timeout-s``). On a loopback ``host`` the SDK's DNS-rebinding protection is on.
+    ``--idle-timeout-s``). On a loopback ``host`` the SDK's DNS-rebinding protection is on; every
+    route answers only the names of :func:`~agentworld.serve.net.allowed_host_names` (``host``,
+    loopback, ``allowed_hosts``) and takes JSON bodies only (:class:`GuardMiddleware`).
     """
     sessions = tool_server.sessions
     security = None
+    names = ["127.0.0.1", "localhost", "[::1]", *(f"[{h}]" if ":" in h else h for h in allowed_hosts)]
     if is_loopback(host):
         security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{n}:*" for n in names],
+            allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")])
     manager = StreamableHTTPSessionManager(
         app=tool_server.server, security_settings=security, max_request_body_size=max_body_bytes,
         json_response=True,
@@ -98,7 +106,7 @@ def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token
             episode_id, observation = await tool_server.create_episode(body.seed)
         except SessionLimitReached as exc:
             return _json(429, {"detail": str(exc)})
-        url = f"{str(request.base_url).rstrip('/')}/mcp/{episode_id}"
+        url = f"{str(request.base_url).rstrip('/')}/episodes/{episode_id}/mcp"
         return _json(200, {"episode_id": episode_id, "mcp_url": url, "observation": observation})
 
     async def delete(request: Request) -> Response:
@@ -119,9 +127,11 @@ def http_app(tool_server: SimulatedToolServer, *, host: str = "127.0.0.1", token
         await tool_server.aclose()
 
     app = Starlette(routes=[
-        Route("/mcp", handshake), Route("/mcp/{episode}", handshake),
+        Route("/mcp", handshake), Route("/episodes/{episode}/mcp", handshake),
+        Route("/mcp/{episode}", handshake),
         Route("/v1/episodes", create, methods=["POST"]),
         Route("/v1/episodes/{episode}", delete, methods=["DELETE"]),
         Route("/v1/health", health, methods=["GET"]),
     ], lifespan=lifespan)
-    return GuardMiddleware(app, token=token, max_body_bytes=max_body_bytes)
+    return GuardMiddleware(app, token=token, max_body_bytes=max_body_bytes,
+                           allowed_hosts=allowed_host_names(host, allowed_hosts))

@@ -10,8 +10,9 @@ only, patterns on RE2) and argument sizes are capped (:mod:`agentworld.sim.tools
 Episodes (one simulator each), by how a request arrives:
 
 * stdio: the process is one episode;
-* HTTP ``/mcp/<episode-id>`` (an episode created with ``POST /v1/episodes``): that episode, for
-  any client, stateless or not; it ends on ``DELETE /v1/episodes/<id>`` or idle expiry;
+* HTTP ``/episodes/<episode-id>/mcp`` or ``/mcp/<episode-id>`` (an episode created with
+  ``POST /v1/episodes``): that episode, for any client, stateless or not; it ends on
+  ``DELETE /v1/episodes/<id>``, idle expiry, or when an MCP session that acted in it ends;
 * HTTP ``/mcp`` with an MCP session (``Mcp-Session-Id``, handshake-era clients): one episode per
   MCP session, closed when the session ends (client DELETE, idle timeout, transport closed);
 * HTTP ``/mcp`` without a session (the stateless 2026-07-28 protocol): one shared episode.
@@ -202,7 +203,8 @@ class SimulatedToolServer:
         return check()
 
     async def create_episode(self, seed: int | None = None) -> tuple[str, str]:
-        """Open an episode addressed as ``/mcp/<id>``; return its id and initial observation."""
+        """Open an episode addressed as ``/episodes/<id>/mcp`` (or ``/mcp/<id>``); return its id and
+        initial observation."""
         import secrets
 
         episode_id = secrets.token_hex(16)
@@ -224,6 +226,12 @@ class SimulatedToolServer:
                 raise EpisodeNotFound(f"no open episode {str(episode)[:64]!r} at this address: create one "
                                       "with POST /v1/episodes (episodes end on DELETE /v1/episodes/{id} or "
                                       f"after {self.sessions.idle_timeout_s:g} s idle, --idle-timeout-s)")
+            connection = _connection(ctx)
+            if connection is not None and connection.session_id and _OWNED not in connection.state:
+                # An MCP session on an episode address: when it ends (the client's DELETE), so does
+                # the episode, instead of holding a simulator for --idle-timeout-s (MCP Inspector).
+                connection.state[_OWNED] = key
+                connection.exit_stack.push_async_callback(self.sessions.release, key)
             return key
         connection = _connection(ctx)
         # The transport's own session id: a header alone could name another client's session.

@@ -10,6 +10,7 @@ deterministically and knows the right answer. This one:
   (raising ``corruption_rate`` only adds samples to the set), so scores fall monotonically;
 * answers **judge requests** (see docs/CONTRACTS.md): rubric verdicts scored from the similarity of
   the simulated and real blocks, ``\\boxed{A|B}`` for Turing and reference comparison;
+* streams when asked (``"stream": true``: server-sent events, :mod:`agentworld.serve.mock_stream`);
 * injects failures deterministically: whether the *k*-th request with a given message list fails
   is a hash of (seed, message list, k), so a retry of the same request can succeed and the outcome
   does not depend on how concurrent requests interleave.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import hmac
 import json
 import random
 import re
@@ -37,15 +39,16 @@ from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 
 from agentworld.eval import templates
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
 from agentworld.serve import mock_flavours as flavours
+from agentworld.serve import mock_stream
 from agentworld.serve.config import MALFORMED_KINDS as MALFORMED_KINDS
 from agentworld.serve.config import MockConfig as MockConfig
-from agentworld.serve.net import bind_tcp, uvicorn_config
+from agentworld.serve.net import bind_tcp, token_bytes, uvicorn_config
 
 RESPONSE_TAG = "predicted_observation"
 JUDGE_TAG = "final_evaluation"
@@ -469,12 +472,15 @@ def create_app(config: MockConfig) -> FastAPI:
     app = FastAPI(title="agentworld mock server", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.mock = state
     delay = config.latency_ms / 1000
-    expected_auth = f"Bearer {config.token.get_secret_value()}" if config.token is not None else None
+    token = token_bytes(config.token.get_secret_value() if config.token is not None else None)
 
     def refused(request: Request) -> Response | None:
-        if expected_auth is not None and request.headers.get("authorization") != expected_auth:
-            return _json(401, flavours.auth_error())
-        return None
+        if token is None:
+            return None
+        scheme, _, given = request.headers.get("authorization", "").encode().partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token):
+            return None
+        return _json(401, flavours.auth_error())
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -497,6 +503,10 @@ def create_app(config: MockConfig) -> FastAPI:
             plan, _ = state.plan(body)
             if delay:
                 await asyncio.sleep(delay)
+        if plan.status == 200 and mock_stream.wants_stream(body):
+            events = mock_stream.sse_events(plan.body, include_usage=mock_stream.wants_usage(body))
+            return StreamingResponse(events, media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
         return _json(plan.status, plan.body, plan.headers)
 
     @app.get("/v1/models")
@@ -511,16 +521,19 @@ def create_app(config: MockConfig) -> FastAPI:
             return refused(request) or _json(200, flavours.props(config))
 
     @app.get("/_mock/requests")
-    async def requests(full: int = 0) -> Response:
-        return _json(200, state.snapshot(bool(full)))
+    async def requests(request: Request, full: int = 0) -> Response:
+        return refused(request) or _json(200, state.snapshot(bool(full)))
 
     @app.get("/_mock/stats")
-    async def stats() -> Response:
-        return _json(200, {"samples": len(state.samples), "duplicate_rows": state.duplicates,
-                           "max_in_flight": state.max_in_flight, **state.stats})
+    async def stats(request: Request) -> Response:
+        return refused(request) or _json(200, {
+            "samples": len(state.samples), "duplicate_rows": state.duplicates,
+            "max_in_flight": state.max_in_flight, **state.stats})
 
     @app.post("/_mock/reset")
-    async def reset() -> Response:
+    async def reset(request: Request) -> Response:
+        if (denied := refused(request)) is not None:
+            return denied
         state.reset()
         return _json(200, {"ok": True})
 

@@ -5,9 +5,11 @@ Light on purpose (uvicorn is imported when a server starts): the serve CLI impor
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from agentworld.envs.loopback import KEEP_ALIVE_S
@@ -23,13 +25,27 @@ def bind_tcp(host: str, port: int, backlog: int = 2048) -> socket.socket:
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(backlog)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise AgentWorldError(_bind_problem(host, port, exc)) from None
     sock.setblocking(False)
     return sock
 
 
+def _bind_problem(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (f"port {port} on {host} is already in use (another server is listening there): pick another "
+                "--port, or --port 0 for a free one")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (f"not allowed to listen on port {port} of {host} (ports below 1024 need privileges): pick "
+                "another --port")
+    if exc.errno == errno.EADDRNOTAVAIL or isinstance(exc, socket.gaierror):
+        return f"cannot listen on --host {host}: no such address on this machine"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
 
 
 def uvicorn_config(asgi_app: Any, **overrides: Any) -> Any:
@@ -55,22 +71,70 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_exposure(host: str, has_token: bool, allow_no_token: bool) -> None:
-    """Refuse to serve a non-loopback address without a token unless told to; warn when told to.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+"""Host names every server answers to: a client on this machine may use any of them."""
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 
-    Why: a simulator spends model compute (and reads its clients' tool schemas) for whoever
-    reaches the port; on a shared network that must be a decision, not a default.
+
+def host_name(host: str) -> str:
+    """``host`` (an address, a name, or a ``Host`` header with its port) as compared: lower case, no
+    brackets, no port (``[::1]:8765`` → ``::1``, ``LOCALHOST:80`` → ``localhost``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+def allowed_host_names(bound: str, extra: Sequence[str] = ()) -> frozenset[str] | None:
+    """The ``Host`` names a server bound to ``bound`` answers, or None for any.
+
+    Why: a page in the user's browser can make a loopback server's name resolve to it (DNS
+    rebinding) and then send it requests with its own ``Host``; a server that only answers its
+    own names is out of that page's reach. A wildcard bind (``0.0.0.0``, ``::``) is reached under
+    names nobody listed, so it answers any (its token protects it) unless ``extra`` names them.
+    """
+    wildcard = host_name(bound) in _WILDCARDS
+    if wildcard and not extra:
+        return None
+    return frozenset(host_name(h) for h in (*LOOPBACK_NAMES, *extra, *(() if wildcard else (bound,))))
+
+
+def token_bytes(token: str | None) -> bytes | None:
+    """The bearer token a server checks, or None when none is set: the one definition of "a token is set".
+
+    Why one definition: the exposure check and the request guard once disagreed on ``--token ""``
+    (a token to the first, none to the second), so a public server started silently and answered
+    everyone. An empty or blank token is neither: it is refused.
 
     Raises:
-        AgentWorldError: ``host`` is not loopback, no token is set and ``allow_no_token`` is false.
+        AgentWorldError: ``token`` is empty or only whitespace.
     """
-    if has_token or is_loopback(host):
+    if token is None:
+        return None
+    if not token.strip():
+        raise AgentWorldError("the token is empty: give a non-empty --token, or leave it unset")
+    return token.encode()
+
+
+def check_exposure(host: str, token: str | None, allow_no_token: bool, *,
+                   envvar: str = "AGENTWORLD_TOKEN") -> None:
+    """Refuse to serve a non-loopback address without a token unless told to; warn when told to.
+
+    Why: a simulator spends model compute (and reads its clients' tool schemas), a mock server
+    shows its request log, for whoever reaches the port; on a shared network that must be a
+    decision, not a default. ``envvar`` is the variable the server also reads its token from.
+
+    Raises:
+        AgentWorldError: the token is empty (:func:`token_bytes`), or ``host`` is not loopback, no
+            token is set and ``allow_no_token`` is false.
+    """
+    if token_bytes(token) is not None or is_loopback(host):
         return
     if not allow_no_token:
         raise AgentWorldError(f"--host {host} is reachable from other machines and no --token is set (or "
-                              f"AGENTWORLD_TOKEN); set one, or pass --allow-no-token to serve without")
+                              f"{envvar}); set one, or pass --allow-no-token to serve without")
     print(f"agentworld: WARNING: serving on {host} WITHOUT A TOKEN: anyone who reaches this port can use "
-          "the world model", file=sys.stderr, flush=True)
+          "it", file=sys.stderr, flush=True)
 
 
 def run_uvicorn(asgi_app: Any, host: str, port: int, path: str) -> None:

@@ -44,7 +44,7 @@ def _mcp(config: McpServeConfig) -> None:
         tools = load_tools(config.tools)
     controls = ControlSpec.load(config.control) if config.control is not None else None
     if config.transport == "http":
-        check_exposure(config.host, config.token is not None, config.allow_no_token)
+        check_exposure(config.host, secret(config.token), config.allow_no_token)
     backend = build_backend(config.model, config.model_base_url, config.model_api_key,
                             corpus=config.model_corpus, domains=[TOOLS_DOMAIN],
                             concurrency=config.concurrency, max_tokens=config.max_tokens)
@@ -58,22 +58,28 @@ def _mcp(config: McpServeConfig) -> None:
     from agentworld.serve.mcp_http import http_app
 
     run_uvicorn(http_app(tool_server, host=config.host, token=secret(config.token),
-                         max_body_bytes=config.max_body_bytes), config.host, config.port, "/mcp")
+                         max_body_bytes=config.max_body_bytes, allowed_hosts=config.allowed_hosts),
+                config.host, config.port, "/mcp")
 
 
 def _http(config: HttpServeConfig) -> None:
+    from agentworld.endpoints import secret
     from agentworld.serve.http_api import create_app
     from agentworld.serve.net import check_exposure, run_uvicorn
 
-    check_exposure(config.host, config.token is not None, config.allow_no_token)
+    check_exposure(config.host, secret(config.token), config.allow_no_token)
     run_uvicorn(create_app(config), config.host, config.port, "/v1")
 
 
 def _mock(config: MockConfig) -> None:
     import typer
 
+    from agentworld.endpoints import secret
+    from agentworld.serve.config import MOCK_TOKEN_ENV
     from agentworld.serve.mock_server import serve_forever
+    from agentworld.serve.net import check_exposure
 
+    check_exposure(config.host, secret(config.token), config.allow_no_token, envvar=MOCK_TOKEN_ENV)
     serve_forever(config, announce=lambda url: typer.echo(f"mock server listening on {url}"))
 
 
