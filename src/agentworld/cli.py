@@ -105,12 +105,16 @@ class RootGroup(TyperGroup):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: Context) -> Any:
+        from agentworld.outputs import release_all
+
         try:
             return super().invoke(ctx)
         except AgentWorldError as exc:
             raise UserError(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
             raise UserError(str(exc)) from None
+        finally:
+            release_all()
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
