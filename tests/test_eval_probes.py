@@ -19,7 +19,6 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.cli import app
-from agentworld.outputs import LOCK_NAME
 from agentworld.domains.base import plugins
 from agentworld.domains.probes import (
     CATEGORIES,
@@ -32,6 +31,7 @@ from agentworld.domains.probes import (
 )
 from agentworld.eval.probes import generate_probes, run_probes
 from agentworld.eval.probes_config import ProbesConfig
+from agentworld.outputs import LOCK_NAME
 from agentworld.schema import load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 

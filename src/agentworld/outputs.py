@@ -40,7 +40,7 @@ SNIFF_BYTES = 1 << 20
 """How much of an existing file is read to tell whether agentworld wrote it."""
 
 _held: dict[Path, tuple[int, bool]] = {}
-"""The folders this process holds the lock of: the lock's descriptor, and whether the guard made the folder."""
+"""The folders this process holds the lock of: the lock's descriptor, whether the guard made the folder."""
 
 
 class ForeignOutputError(AgentWorldError):

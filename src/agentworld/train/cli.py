@@ -38,8 +38,14 @@ class RecipeOptions(BaseModel):
                           "writes nothing.")
 
     def owns_output(self, field: str, path: Path) -> bool:
-        """A training run's folder from before the lock file: it holds the run's ``config.json``."""
-        return (path / "config.json").is_file()
+        """A training run's folder from before the lock file: its ``config.json`` is a recipe's."""
+        from agentworld.io import loads
+
+        try:
+            stored = loads((path / "config.json").read_bytes())
+        except (OSError, ValueError):
+            return False
+        return isinstance(stored, dict) and {"model", "learning_rate", "lora"} <= set(stored)
 
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
