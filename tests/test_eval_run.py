@@ -182,3 +182,20 @@ def test_judging_never_holds_up_predictions(tmp_path: Path, data: Path) -> None:
     judge = _HeldJudge(model, total=9)
     report = run_eval(_config(tmp_path, concurrency=2), model=model, judge=judge)
     assert judge.starved == 0 and len(model.calls) == 9 and report.overall.valid == 9
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_an_empty_data_file_is_one_line_and_exit_2(tmp_path: Path, content: str) -> None:
+    """A 0-sample run used to finish with exit 0 (``data convert`` refuses the same file)."""
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    data = tmp_path / "terminal_test.jsonl"
+    data.write_text(content)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "run", "--data", str(data), "--model", "retrieval", "--no-judge",
+                                      "--out", str(out), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and str(data) in result.output
+    assert "no samples" in result.output and not out.exists()
