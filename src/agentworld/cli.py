@@ -9,6 +9,7 @@ on stderr and exit with code 2, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -113,6 +114,12 @@ class RootGroup(TyperGroup):
             raise UserError(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
             raise UserError(str(exc)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            from agentworld.errors import DiskFullError
+
+            raise UserError(str(DiskFullError(exc.filename or "an output"))) from None
         finally:
             release_all()
 
