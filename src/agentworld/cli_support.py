@@ -174,7 +174,9 @@ def claim_outputs(config: BaseModel) -> None:
                          ours=ours)
             continue
         overwrite = bool(getattr(config, "overwrite", False))
-        for path in [Path(value), *(Path(value).with_suffix(s) for s in extra.get("siblings", ()))]:
+        siblings = extra.get("siblings")
+        suffixes = [str(s) for s in siblings] if isinstance(siblings, list) else []
+        for path in [Path(value), *(Path(value).with_suffix(s) for s in suffixes)]:
             claim_file(path, flag=flag, ours=ours, overwrite=overwrite)
 
 
