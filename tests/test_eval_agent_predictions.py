@@ -188,7 +188,7 @@ def test_foreign_folder_is_refused_untouched(tmp_path: Path) -> None:
     (out / "notes.txt").write_text("keep me")
     with chat_server(lambda path, body, headers: WRONG) as url:
         result = _cli(tmp_path, url, out)
-    assert result.returncode == 2 and "not an agent-predictions run" in result.stderr
+    assert result.returncode == 2 and "not an agentworld eval agent-predictions folder" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 

@@ -168,7 +168,7 @@ def test_a_foreign_folder_is_refused_untouched(tmp_path: Path) -> None:
     out.mkdir()
     (out / "mine.txt").write_text("keep")
     done = cli("--tasks", str(TASKS), "--scripted-agent", "--model", "retrieval", "--out", str(out))
-    assert done.returncode == 2 and "not a closed-loop run" in done.stderr
+    assert done.returncode == 2 and "not an agentworld eval closed-loop folder" in done.stderr
     assert [p.name for p in out.iterdir()] == ["mine.txt"] and (out / "mine.txt").read_text() == "keep"
 
 

@@ -48,7 +48,7 @@ def test_foreign_folder_is_refused_and_left_byte_identical(tmp_path: Path, comma
     extra = [] if command[1] in ("judge", "score", "report") else ["--data", str(data), "--no-progress"]
     result = runner.invoke(app, [*command, str(folder), *extra])
     assert result.exit_code == 2, result.output
-    assert result.output.count("\n") == 1 and "not an agentworld eval run" in result.output
+    assert result.output.count("\n") == 1 and "not an agentworld eval" in result.output
     assert _snapshot(folder) == before
 
 

@@ -31,6 +31,7 @@ from agentworld.domains.probes import (
 )
 from agentworld.eval.probes import generate_probes, run_probes
 from agentworld.eval.probes_config import ProbesConfig
+from agentworld.outputs import LOCK_NAME
 from agentworld.schema import load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
@@ -220,7 +221,7 @@ def test_cli_exports_runs_and_prints_the_table(tmp_path: Path) -> None:
     ([], "give --out DIR"),
     (["--out", "run"], "--model is required"),
     (["--out", "run", "--model", "nosuchbackend"], "unknown world-model backend 'nosuchbackend'"),
-    (["--out", "foreign", "--model", "retrieval"], "not an 'agentworld eval probes' run"),
+    (["--out", "foreign", "--model", "retrieval"], "not an agentworld eval probes folder"),
     (["--variants", "0", "--write-data", "x.jsonl"], "--variants"),
 ])
 def test_cli_user_errors_are_one_red_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -241,11 +242,11 @@ def test_resuming_with_other_settings_is_refused_and_changes_nothing(tmp_path: P
     out = tmp_path / "run"
     with run_mock_server(MockConfig(data=[data])) as url:
         _run(url, out, domains=["mcp"], variants=1)
-        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK_NAME}
         result = runner.invoke(app, ["eval", "probes", "--model", "mock", "--model-base-url", url, "--out",
                                      str(out), "--domains", "mcp", "--seed", "9"])
     assert result.exit_code == 2 and "seed: 0 -> 9" in result.output
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != LOCK_NAME} == before  # the writer lock
 
 
 def test_write_data_never_replaces_a_users_file_but_repeats_idempotently(tmp_path: Path) -> None:

@@ -182,3 +182,61 @@ def test_judging_never_holds_up_predictions(tmp_path: Path, data: Path) -> None:
     judge = _HeldJudge(model, total=9)
     report = run_eval(_config(tmp_path, concurrency=2), model=model, judge=judge)
     assert judge.starved == 0 and len(model.calls) == 9 and report.overall.valid == 9
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_an_empty_data_file_is_one_line_and_exit_2(tmp_path: Path, content: str) -> None:
+    """A 0-sample run used to finish with exit 0 (``data convert`` refuses the same file)."""
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    data = tmp_path / "terminal_test.jsonl"
+    data.write_text(content)
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "run", "--data", str(data), "--model", "retrieval",
+                                      "--no-judge", "--out", str(out), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and str(data) in result.output
+    assert "no samples" in result.output and not out.exists()
+
+
+def test_a_full_disk_is_the_runs_error_not_a_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ENOSPC while journaling predictions: one line naming the file, exit 2, no sample recorded as
+    failed; the same command, once there is room again, finishes the run."""
+    import errno
+    import os
+
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    data = write_bench(tmp_path / "data", bench_rows(6))
+    out = tmp_path / "run"
+    real_fsync = os.fsync
+    written: list[int] = []
+
+    def full_after_two(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("predictions.jsonl"):
+            written.append(fd)
+            if len(written) > 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    args = ["eval", "run", "--data", str(data), "--model", "retrieval", "--model-corpus", str(data),
+            "--no-judge", "--out", str(out), "--no-progress", "--concurrency", "1"]
+    monkeypatch.setattr("agentworld.io.os.fsync", full_after_two)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and [line for line in result.output.splitlines()
+                                                 if not line.startswith("warning:")] == [
+        f"error: disk full writing {out / 'predictions.jsonl'}: free space and run the same command to "
+        "resume"]
+    rows = list(read_journal(out / "predictions.jsonl"))
+    assert rows and not any(row["error"] for row in rows) and not (out / "scores.json").exists()
+    monkeypatch.setattr("agentworld.io.os.fsync", real_fsync)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    rows = list(read_journal(out / "predictions.jsonl"))
+    assert sorted({row["id"] for row in rows}) == sorted(r["id"] for r in bench_rows(6))
+    assert not any(row["error"] for row in rows)

@@ -269,7 +269,7 @@ def test_bad_input_is_one_red_line_and_exit_2_leaving_out_untouched(tmp_path: Pa
     other = tmp_path / "mine"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
-    assert "not written by 'agentworld optimize prompts'" in _red_line(
+    assert "not an agentworld optimize prompts folder" in _red_line(
         runner.invoke(app, _args(data, url, url, other)))
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
     assert (other / "notes.txt").read_text() == "keep me"

@@ -327,7 +327,7 @@ def test_synth_world_mcp_writes_a_world_folder_whose_plans_succeed(cli: Any, tmp
 def test_synth_world_refuses_a_folder_with_other_files(cli: Any, tmp_path: Any) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     result = cli("synth", "world", "--domain", "search", "--topic", TOPIC, "--out", str(tmp_path))
-    assert result.exit_code == 2 and "notes.txt" in result.output
+    assert result.exit_code == 2 and "not an agentworld synth world folder" in result.output
     assert (tmp_path / "notes.txt").read_text() == "mine" and not (tmp_path / "bible.json").exists()
 
 

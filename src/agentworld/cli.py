@@ -9,6 +9,7 @@ on stderr and exit with code 2, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -110,12 +111,22 @@ class RootGroup(TyperGroup):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: Context) -> Any:
+        from agentworld.outputs import release_all
+
         try:
             return super().invoke(ctx)
         except AgentWorldError as exc:
             raise UserError(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
             raise UserError(str(exc)) from None
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            from agentworld.errors import DiskFullError
+
+            raise UserError(str(DiskFullError(exc.filename or "an output"))) from None
+        finally:
+            release_all()
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,

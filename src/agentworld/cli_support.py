@@ -128,6 +128,7 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         fields = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()
                   if k in config_cls.model_fields and v is not None}
         config = validate_options(config_cls, fields)
+        claim_outputs(config)
         run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -137,6 +138,52 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         app.callback(invoke_without_command=True)(command)
     else:
         app.command(name=name, hidden=hidden)(command)
+
+
+def _command_label() -> str:
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    path = ctx.command_path if ctx is not None else ""
+    return path.split(" ", 1)[1] if " " in path else path
+
+
+def claim_outputs(config: BaseModel) -> None:
+    """Apply the one output guard (:mod:`agentworld.outputs`) to every field of ``config`` marked
+    ``{"output": "folder"}`` or ``{"output": "file"}``, before the command body runs.
+
+    A config recognises its own earlier outputs with an optional ``owns_output(field, path)``
+    method; a boolean ``overwrite`` field lets file outputs be replaced on purpose.
+
+    Raises:
+        AgentWorldError: an output is not ours, or another process writes into the folder.
+    """
+    from agentworld.outputs import claim_file, claim_folder
+
+    owns = getattr(config, "owns_output", None)
+    for name, info in type(config).model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        kind = extra.get("output")
+        value = getattr(config, name)
+        if kind is None or value is None:
+            continue
+        flag = _flag(info, name)
+        ours = (lambda path, field=name: bool(owns(field, path))) if owns is not None else None
+        if kind == "folder":
+            claim_folder(Path(value), kind=type(config).__name__, command=_command_label(), flag=flag,
+                         ours=ours)
+            continue
+        overwrite = bool(getattr(config, "overwrite", False))
+        siblings = extra.get("siblings")
+        suffixes = [str(s) for s in siblings] if isinstance(siblings, list) else []
+        for path in [Path(value), *(Path(value).with_suffix(s) for s in suffixes)]:
+            claim_file(path, flag=flag, ours=ours, overwrite=overwrite)
+
+
+def output(kind: Literal["folder", "file"], **extra: Any) -> dict[str, Any]:
+    """``json_schema_extra`` marking a field as an output the shared guard checks:
+    ``Field(..., json_schema_extra=output("folder"))``."""
+    return {"output": kind, **extra}
 
 
 def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:

@@ -29,7 +29,8 @@ class DemoConfig(ModelEndpoint, JudgeEndpoint):
     per world model)."""
 
     out: Path = Field(Path("agentworld-demo"), description="Folder for the recordings, the runs and the "
-                      "report (resumed when it exists).")
+                      "report (resumed when it exists).",
+                      json_schema_extra={"output": "folder"})
     model: str = Field("retrieval", description="World model: the served model name with --model-base-url; "
                        "without it a backend name (default: the offline retrieval baseline, built from the "
                        "shipped corpora without the demo's recordings).")

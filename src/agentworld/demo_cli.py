@@ -19,7 +19,8 @@ class TrainDemoOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     out: Path = Field(Path("agentworld-demo-train"), description="Folder for the tiny model, the run and "
-                      "the report.")
+                      "the report.",
+                      json_schema_extra={"output": "folder"})
     steps: int = Field(500, ge=1, description="SFT steps (about half a second each on a 2-core CPU).")
     seed: int = Field(0, description="Seed of the model, the split and the sampling.")
 

@@ -48,3 +48,15 @@ class BackendError(AgentWorldError):
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+
+
+class DiskFullError(AgentWorldError):
+    """The disk (or quota) filled while writing an output: the run's error, never one sample's.
+
+    Not an :class:`OSError`, so code that records a failed request on its sample does not record
+    this one: every journal is left with whole lines and the same command resumes the run.
+    """
+
+    def __init__(self, path: str | object) -> None:
+        self.path = str(path)
+        super().__init__(f"disk full writing {self.path}: free space and run the same command to resume")

@@ -8,6 +8,8 @@ and set aside (never silently lost) when the journal is opened again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -18,9 +20,26 @@ from typing import IO, Any
 
 import orjson
 
+from agentworld.errors import DiskFullError
+
 log = logging.getLogger(__name__)
 PREVIEW_CHARS = 80
 """How much of a dropped journal tail the warning shows."""
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The write errors that mean "no room": the run's error (:class:`DiskFullError`), not a sample's."""
+
+
+@contextlib.contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Turn a full disk or quota while writing ``path`` into :class:`DiskFullError` naming it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in FULL:
+            raise DiskFullError(path) from None
+        raise
 
 
 def dumps(obj: Any) -> str:
@@ -68,14 +87,16 @@ class AtomicFile:
         """Chunks written."""
 
     def write(self, chunk: bytes) -> None:
-        self._handle.write(chunk)
+        with writing(self.path):
+            self._handle.write(chunk)
         self.count += 1
 
     def commit(self) -> None:
         """Make the written bytes durable and put them at ``path``."""
         try:
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
+            with writing(self.path):
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
             self._handle.close()
             os.chmod(self._tmp, 0o644)  # mkstemp makes 0600 files; outputs are ordinary files
             os.replace(self._tmp, self.path)
@@ -85,7 +106,8 @@ class AtomicFile:
 
     def discard(self) -> None:
         """Drop what was written; ``path`` keeps its old content (or stays absent)."""
-        self._handle.close()
+        with contextlib.suppress(OSError):  # a full disk fails the flush of close(); the file goes anyway
+            self._handle.close()
         Path(self._tmp).unlink(missing_ok=True)
 
     def __enter__(self) -> AtomicFile:
@@ -127,17 +149,24 @@ class JsonlJournal:
 
         ``sync`` also fsyncs it, so a lost machine keeps it; without, call :meth:`sync` later.
         """
-        self._handle.write(dumps(row) + "\n")
-        self._handle.flush()
-        if sync:
-            os.fsync(self._handle.fileno())
+        with writing(self.path):
+            self._handle.write(dumps(row) + "\n")
+            self._handle.flush()
+            if sync:
+                os.fsync(self._handle.fileno())
 
     def sync(self) -> None:
         """Make every appended row durable (fsync)."""
-        os.fsync(self._handle.fileno())
+        with writing(self.path):
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
-        self._handle.close()
+        try:
+            self._handle.close()
+        except OSError as exc:  # the buffered tail could not be written: a full disk, said as such
+            if exc.errno in FULL:
+                raise DiskFullError(self.path) from None
+            raise
 
     def __enter__(self) -> JsonlJournal:
         return self
@@ -269,15 +298,18 @@ class AsyncJournal(JsonlJournal):
         """Make rows ``1..upto`` durable, writing whatever else is queued in the same batch."""
         with self._disk:
             with self._state:
+                if isinstance(self._failed, DiskFullError):
+                    raise DiskFullError(self.path)
                 if self._failed is not None:
                     raise OSError(f"{self.path}: an earlier write failed ({self._failed})")
                 if self._durable >= upto:
                     return
                 lines, self._pending, end = self._pending, [], self._queued
             try:
-                self._handle.write("".join(lines))
-                self._handle.flush()
-                os.fsync(self._handle.fileno())
+                with writing(self.path):
+                    self._handle.write("".join(lines))
+                    self._handle.flush()
+                    os.fsync(self._handle.fileno())
             except BaseException as exc:
                 with self._state:
                     self._failed = exc

@@ -36,7 +36,8 @@ class ConvertOptions(_Options):
     """Convert one input file into unified trajectory JSONL (one trajectory per row)."""
 
     inp: Path = Field(description="Input file (JSONL, or a JSON array of chat logs).", json_schema_extra=_IN)
-    out: Path = Field(description="Unified trajectory JSONL to write (replaced atomically).")
+    out: Path = Field(description="Unified trajectory JSONL to write (replaced atomically).",
+                      json_schema_extra={"output": "file"})
     format: str = Field("auto", description="Input format: auto (detected), or a registered converter: "
                         "agentworld-bench, recording, openai-chat, generic, unified.")
     on_error: Literal["raise", "skip"] = Field("raise", description="raise: stop at the first bad record; "
@@ -62,7 +63,8 @@ class StatsOptions(_Options):
     format: str = Field("auto", description="auto, samples, or an ingest format.")
     json_output: bool = Field(False, description="Print the statistics as JSON.",
                               json_schema_extra=cli_flags("--json"))
-    report: Path | None = Field(None, description="Also write an HTML report to this file.")
+    report: Path | None = Field(None, description="Also write an HTML report to this file.",
+                                json_schema_extra={"output": "file"})
 
 
 class ExportOptions(_Options):
@@ -77,9 +79,11 @@ class ExportOptions(_Options):
                             "file (expanded, not masked).", json_schema_extra=_IN)
     format: ExportFormat = Field(description="Target format.")
     out: Path = Field(description="The train side's data file (a folder for hf-datasets, holding a "
-                      "DatasetDict with train and test); replaced atomically.")
+                      "DatasetDict with train and test); replaced atomically.",
+                      json_schema_extra={"output": "file"})
     eval_out: Path | None = Field(None, description="The eval side's data file (default beside --out: "
-                                  "train.jsonl -> eval.jsonl, x.jsonl -> x_eval.jsonl; not for hf-datasets).")
+                                  "train.jsonl -> eval.jsonl, x.jsonl -> x_eval.jsonl; not for hf-datasets).",
+                                  json_schema_extra={"output": "file"})
     tokenizer: Path | None = Field(None, description="trl/hf-datasets: a local tokenizer folder (never "
                                    "downloaded); rows become pre-tokenized input_ids + labels.")
     keep_masked: bool = Field(False, description="Keep masked-out samples, flagged so they train nothing.")
@@ -88,6 +92,13 @@ class ExportOptions(_Options):
                                      "dataset_info.json (default: the file's stem); the eval side's is "
                                      "NAME_eval.")
     assistant_masks: bool = Field(False, description="trl with --tokenizer: also write assistant_masks.")
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """An hf-datasets export is a folder: ours when empty or holding a saved ``DatasetDict``."""
+        from agentworld.outputs import is_empty
+
+        return path.is_dir() and self.format == "hf-datasets" and (
+            is_empty(path) or (path / "dataset_dict.json").is_file())
 
 
 def _console() -> Console:

@@ -58,7 +58,7 @@ class AgentPredConfig(AgentEndpoint, ModelEndpoint):
     limit: int | None = Field(None, ge=1, description="Only the first N tasks (after --domains).")
     out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of "
                       "this command is resumed; any other non-empty folder is refused.",
-                      json_schema_extra=_RUNTIME)
+                      json_schema_extra={**_RUNTIME, "output": "folder"})
     agent_max_tokens: int = Field(4096, ge=1, description="max_tokens of agent requests.")
     agent_temperature: float = Field(0.0, ge=0, description="Temperature of agent requests.")
     seed: int = Field(0, description="Seed of the real environments (the terminal's hostname).")
@@ -99,6 +99,13 @@ class AgentPredConfig(AgentEndpoint, ModelEndpoint):
         if self.model is None:
             return self.agent_model or ""
         return f"imagining:{self.model}{'+heldout' * self.keep_heldout}"
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """Whether ``path`` is a run folder an earlier version of this command wrote (see
+        :mod:`agentworld.outputs`; later ones carry its lock file)."""
+        from agentworld.eval.runfolder import holds_format
+
+        return holds_format(path, FORMAT)
 
 
 def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str, Any]:

@@ -44,7 +44,8 @@ class ReportConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     run: Path = Field(description="Run folder written by 'eval run' or 'eval infer'.")
-    out: Path | None = Field(None, description="HTML file to write (default: RUN/report.html).")
+    out: Path | None = Field(None, description="HTML file to write (default: RUN/report.html).",
+                             json_schema_extra={"output": "file"})
 
 
 @contextmanager

@@ -59,7 +59,7 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
                             "router, ledger+router; default: all four.")
     out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run of "
                       "this command is resumed; any other non-empty folder is refused.",
-                      json_schema_extra=_RUNTIME)
+                      json_schema_extra={**_RUNTIME, "output": "folder"})
     seed: int = Field(0, description="Seed of both episodes (the real environment's and the simulator's).")
     agent_max_tokens: int = Field(4096, ge=1, description="max_tokens of agent requests.")
     agent_temperature: float = Field(0.0, ge=0, description="Temperature of agent requests.")
@@ -94,6 +94,13 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
     def agent_name(self) -> str:
         """What the agent is called in requests and its cached answers."""
         return self.agent_model or "scripted:candidates"
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """Whether ``path`` is a run folder an earlier version of this command wrote (see
+        :mod:`agentworld.outputs`; later ones carry its lock file)."""
+        from agentworld.eval.runfolder import holds_format
+
+        return holds_format(path, FORMAT)
 
 
 def _identity(config: ClosedLoopConfig, tasks: list[ClosedLoopTask]) -> dict[str, Any]:

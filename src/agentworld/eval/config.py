@@ -74,7 +74,8 @@ class InferFields(ModelEndpoint):
     data: list[Path] = Field(description="AgentWorldBench JSONL files or folders of *_test.jsonl "
                              "(several after one --data, or --data repeated).")
     out: Path = Field(description="Run folder: created when new or empty; one written by an earlier run "
-                      "is resumed; any other non-empty folder is refused.", json_schema_extra=_RUNTIME)
+                      "is resumed; any other non-empty folder is refused.",
+                      json_schema_extra={**_RUNTIME, "output": "folder"})
     max_tokens: int = Field(32768, ge=1, description="max_tokens of world-model requests.")
     temperature: float = Field(0.6, ge=0, description="Temperature of world-model requests.")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (after --domains).")
@@ -85,6 +86,13 @@ class InferFields(ModelEndpoint):
         "(an upper bound). Default: left out for recordings of the built-in held-out scenarios; other "
         "data keeps them and the run warns how many samples they answer.",
         json_schema_extra={"flags": ["--exclude-own/--keep-own"]})
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """Whether ``path`` is a run folder an earlier version of this command wrote (see
+        :mod:`agentworld.outputs`; later ones carry its lock file)."""
+        from agentworld.eval.runfolder import is_run_folder
+
+        return is_run_folder(path)
 
     @model_validator(mode="after")
     def _own_needs_retrieval(self) -> InferFields:

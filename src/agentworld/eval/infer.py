@@ -50,9 +50,17 @@ async def predict(sample: BenchSample, request: ChatRequest, backend: ChatBacken
 
 
 def select_samples(config: InferFields) -> list[BenchSample]:
-    """Load (raising a located :class:`DataError` before anything is written), filter, limit."""
+    """Load (raising a located :class:`DataError` before anything is written), filter, limit.
+
+    Raises:
+        DataError: a bad row, an unknown domain, or no sample at all (an empty file is a mistake,
+            not a run with nothing to score: ``data convert`` refuses the same file).
+    """
     known = domain_names()
     samples = load_samples(config.data, known_domains=known)
+    if not samples:
+        raise DataError("no samples: the data holds no AgentWorldBench rows; give a non-empty file",
+                        path=", ".join(str(p) for p in config.data))
     if config.domains:
         unknown = sorted(set(config.domains) - set(known))
         if unknown:

@@ -31,6 +31,7 @@ from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, d
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.models.pool import write_endpoint_stats
+from agentworld.outputs import is_empty
 from agentworld.redact import redact_text, redact_url
 from agentworld.schema import BenchSample, parse_row
 
@@ -107,7 +108,7 @@ def open_folder(out: Path, current: dict[str, Any]) -> None:
         return
     if not out.is_dir():
         raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
-    if next(out.iterdir(), None) is None:
+    if is_empty(out):
         return
     try:
         stored = loads((out / CONFIG_NAME).read_bytes())

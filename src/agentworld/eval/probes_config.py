@@ -23,7 +23,7 @@ class ProbesConfig(ModelEndpoint):
                               "with --write-data alone.")
     out: Path | None = Field(None, description="Run folder: created when new or empty; one written by an "
                              "earlier 'eval probes' is resumed (completed probes are not sent again).",
-                             json_schema_extra=_RUNTIME)
+                             json_schema_extra={**_RUNTIME, "output": "folder"})
     domains: list[str] = Field(default_factory=list, description="Only these domains (repeat or d1,d2); "
                                "default: every domain that has probes.")
     seed: int = Field(0, ge=0, le=2**31, description="Seed the probes are generated from (values, names).")
@@ -31,7 +31,7 @@ class ProbesConfig(ModelEndpoint):
                           "drawn values).")
     write_data: Path | None = Field(None, description="Also write the probes as an AgentWorldBench JSONL "
                                     "file (the mock server can serve it); alone, only that is done.",
-                                    json_schema_extra=_RUNTIME)
+                                    json_schema_extra={**_RUNTIME, "output": "file"})
     max_tokens: int = Field(4096, ge=1, description="max_tokens of world-model requests.")
     temperature: float = Field(0.0, ge=0, description="Temperature of world-model requests.")
     concurrency: int = Field(16, ge=1, description="World-model requests in flight at once.",
@@ -51,6 +51,14 @@ class ProbesConfig(ModelEndpoint):
     @classmethod
     def _split_commas(cls, value: list[str]) -> list[str]:
         return [part.strip() for item in value for part in item.split(",") if part.strip()]
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """Whether ``path`` is a run folder an earlier version of this command wrote (see
+        :mod:`agentworld.outputs`; later ones carry its lock file)."""
+        from agentworld.eval.probes import RUN_FORMAT
+        from agentworld.eval.runfolder import holds_format
+
+        return holds_format(path, RUN_FORMAT)
 
 
 class ProbeResult(BaseModel):

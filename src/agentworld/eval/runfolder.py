@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.io import atomic_write_text, dumps, loads
+from agentworld.outputs import is_empty
 
 Record = TypeVar("Record", bound=BaseModel)
 
@@ -64,6 +65,20 @@ def _run_config(folder: Path) -> dict[str, Any] | None:
     return stored if is_run_config(stored) else None
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` is an ``eval run``/``infer``/``probes`` run (its ``config.json`` says so)."""
+    return _run_config(folder) is not None
+
+
+def holds_format(folder: Path, fmt: str) -> bool:
+    """Whether ``folder``'s ``config.json`` carries ``format`` ``fmt`` (the mark of a typed run)."""
+    try:
+        stored = loads((folder / CONFIG_NAME).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stored, dict) and stored.get("format") == fmt
+
+
 def open_out_folder(out: Path) -> dict[str, Any] | None:
     """The stored config of the run folder ``out``, or None when ``out`` is new (absent or empty).
 
@@ -75,7 +90,7 @@ def open_out_folder(out: Path) -> dict[str, Any] | None:
     if not out.is_dir():
         raise NotARunError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
     try:
-        empty = next(out.iterdir(), None) is None
+        empty = is_empty(out)
     except OSError as exc:
         raise NotARunError(f"{out}: cannot read the folder ({exc.strerror})") from None
     if empty:
@@ -168,7 +183,7 @@ def open_typed_run(out: Path, identity: dict[str, Any], *, kind: str) -> None:
     config_file = out / "config.json"
     if out.exists() and not out.is_dir():
         raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
-    if out.is_dir() and any(out.iterdir()):
+    if out.is_dir() and not is_empty(out):
         try:
             stored = loads(config_file.read_bytes())
         except (OSError, ValueError):

@@ -23,7 +23,8 @@ class PromptOptConfig(RuntimeFields, JudgeEndpoint, OptimizerEndpoint, InferFiel
 
     out: Path = Field(description="Output folder (variants, journal, cache, summary.json): created when new "
                       "or empty; one written by an earlier run with the same settings is resumed; any "
-                      "other non-empty folder is refused.", json_schema_extra=_RUNTIME)
+                      "other non-empty folder is refused.",
+                      json_schema_extra={**_RUNTIME, "output": "folder"})
     rounds: int = Field(3, ge=0, le=100, description="Propose-evaluate-refine rounds per domain (a resumed "
                         "run may raise it to go on refining).", json_schema_extra=_RUNTIME)
     candidates: int = Field(1, ge=1, le=16, description="Revisions the optimizer proposes per round (each "
@@ -45,6 +46,17 @@ class PromptOptConfig(RuntimeFields, JudgeEndpoint, OptimizerEndpoint, InferFiel
                                      "noise between the scores of two prompts).")
     optimizer_max_tokens: int = Field(32768, ge=1, description="max_tokens of optimizer requests.")
     optimizer_temperature: float = Field(0.7, ge=0, description="Temperature of optimizer requests.")
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """Whether ``path`` holds the optimiser's marker (runs written before the lock file existed)."""
+        from agentworld.io import loads
+        from agentworld.optimize.prompts import KIND, MARKER
+
+        try:
+            stored = loads((path / MARKER).read_bytes())
+        except (OSError, ValueError):
+            return False
+        return isinstance(stored, dict) and stored.get("kind") == KIND
 
 
 CLI_EXCLUDED = ("progress", "rules")

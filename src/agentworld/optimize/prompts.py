@@ -32,6 +32,7 @@ from agentworld.optimize.evaluate import Scorer
 from agentworld.optimize.run import Context, DomainRun, Journal
 from agentworld.optimize.split import split_samples
 from agentworld.optimize.store import DomainSummary, write_summary
+from agentworld.outputs import is_empty
 from agentworld.schema import discover_data
 
 MARKER = "optimize.json"
@@ -44,7 +45,7 @@ def _stored(out: Path) -> dict[str, Any] | None:
         return None
     if not out.is_dir():
         raise NotARunError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
-    if next(out.iterdir(), None) is None:
+    if is_empty(out):
         return None
     try:
         stored = loads((out / MARKER).read_bytes())

@@ -22,7 +22,8 @@ from agentworld.synth.report import CheckReport, CheckThresholds
 class SynthCheckConfig(ModelEndpoint, CheckThresholds):
     """Check world folders and reject bad ones, each with its reason (report.json and report.html)."""
 
-    out: Path = Field(description="Folder to write report.json and report.html into.")
+    out: Path = Field(description="Folder to write report.json and report.html into.",
+                      json_schema_extra={"output": "folder"})
     model: str | None = Field(  # type: ignore[assignment]  # optional here: without it, static checks only
         None, description="World model for the simulator checks (reference plans, "
         "contradiction probe): the served model name with --model-base-url, else a backend name; without it "

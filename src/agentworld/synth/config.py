@@ -26,7 +26,8 @@ class SynthEnvsConfig(ModelEndpoint, CheckThresholds):
     )
     out: Path = Field(
         description="Output folder: one world folder per environment, the generator cache, "
-        "summary.json. Rerunning the same command resumes."
+        "summary.json. Rerunning the same command resumes.",
+        json_schema_extra={"output": "folder"},
     )
     generator_model: str = Field(
         description="Generator: the served model name with --generator-base-url; "

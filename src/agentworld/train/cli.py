@@ -28,13 +28,24 @@ class RecipeOptions(BaseModel):
                          "and, for rl, agentworld.train.rl).",
                          json_schema_extra=cli_flags("--config", "-c"))
     max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
-    output_dir: Path | None = Field(None, description="Override output_dir of the config.")
+    output_dir: Path | None = Field(None, description="Override output_dir of the config.",
+                                    json_schema_extra={"output": "folder"})
     resume: bool | None = Field(None, description="Override resume: continue from the last checkpoint.",
                                 json_schema_extra=cli_flags("--resume/--no-resume"))
     model: str | None = Field(None, description="Override model of the config (a hub id or a model folder).")
     dry_run: bool = Field(False, description="Check the config and stop: every path exists, the model folder "
                           "is a model, the data reads and yields samples; prints what the run would use, "
                           "writes nothing.")
+
+    def owns_output(self, field: str, path: Path) -> bool:
+        """A training run's folder from before the lock file: its ``config.json`` is a recipe's."""
+        from agentworld.io import loads
+
+        try:
+            stored = loads((path / "config.json").read_bytes())
+        except (OSError, ValueError):
+            return False
+        return isinstance(stored, dict) and {"model", "learning_rate", "lora"} <= set(stored)
 
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
@@ -52,7 +63,9 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
     sweep_controls: bool = Field(False, description="With --world: run the episodes on the clean world and "
                                  "once more under each controls/*.yaml spec; print one row per spec "
                                  "(success, reward, turns, faults injected).")
-    out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.")
+    out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.",
+                      json_schema_extra={"output": "file", "siblings": [".steps.jsonl", ".rl.jsonl",
+                                                                        ".sweep.json", ".journal.jsonl"]})
     episodes: int = Field(8, ge=1, description="Number of episodes.")
     max_turns: int = Field(10, ge=1, description="Most agent turns per episode.")
     fault_kinds: list[str] = Field(default_factory=list, description="Fault kinds of the curriculum "

@@ -48,7 +48,8 @@ class VerlConfigOptions(ModelEndpoint):
     world: Path | None = Field(None, description="World folder (world.json, tasks.jsonl): its tools, initial "
                                "state and tasks; also writes dataset.jsonl, one row per task for the agent "
                                "loop.")
-    out: Path = Field(description="Folder to write the config files into (created if missing).")
+    out: Path = Field(description="Folder to write the config files into (created if missing).",
+                      json_schema_extra={"output": "folder"})
     serve_url: str | None = Field(None, description="MCP URL of a running agentworld serve mcp --transport "
                                   "http (for example http://127.0.0.1:8766/mcp); default: verl starts the "
                                   "server itself over stdio.")

@@ -31,7 +31,8 @@ class RecordMcpOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     out: Path = Field(description="JSONL file to append to: an AgentWorldBench row per answered tool call, "
-                      "as it is answered (with --scenarios: the rows of each recorded scenario).")
+                      "as it is answered (with --scenarios: the rows of each recorded scenario).",
+                      json_schema_extra={"output": "file"})
     scenarios: Path | None = Field(None, description="Scenario file (JSON lines: name, server, files, "
                                    "changes, calls) to record with a scripted MCP client; a server command "
                                    "after -- replaces each scenario's server ({root} is its folder).")

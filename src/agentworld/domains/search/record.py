@@ -105,7 +105,8 @@ class RecordSearchOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.")
+    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.",
+                      json_schema_extra={"output": "file"})
     scenarios: Path | None = Field(None, description="Scenario file: JSONL of {name, calls: [{tool, "
                                    "arguments}]} or a JSON list of them (default: the shipped training "
                                    "scenarios).")

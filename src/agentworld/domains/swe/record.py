@@ -187,7 +187,8 @@ class RecordSweOptions(BaseModel):
 
     scenarios: Path | None = Field(None, description="Scenario JSONL file: one {name, repo, calls: [{tool, "
                                    "arguments}]} per line (default: the shipped training scenarios).")
-    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.")
+    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.",
+                      json_schema_extra={"output": "file"})
     seed: int = Field(0, description="Seed of the sandbox hostnames (same seed, same observations).")
     resume: bool = Field(False, description="Keep OUT and record only the scenarios not complete in it.")
     overwrite: bool = Field(False, description="Replace an existing OUT.")

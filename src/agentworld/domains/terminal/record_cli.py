@@ -21,7 +21,8 @@ class RecordTerminalOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.")
+    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.",
+                      json_schema_extra={"output": "file"})
     scenarios: Path | None = Field(None, description="Scenario JSON file or folder of *.json (default: the "
                                    "built-in scenarios).")
     seed: int = Field(0, description="Seed of the container hostnames (same seed, same screens).")

@@ -198,7 +198,8 @@ class RecordWebOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.")
+    out: Path = Field(description="JSONL file of AgentWorldBench rows to write.",
+                      json_schema_extra={"output": "file"})
     scenarios: Path | None = Field(None, description="Scenario JSONL file (default: the built-in training "
                                    "scenarios).")
     resume: bool = Field(False, description="Keep OUT and record only the scenarios not complete in it.")

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
+from agentworld.outputs import LOCK_NAME
 from agentworld.synth.fiction.bible import Bible, check_bible, parse_bible
 from agentworld.synth.fiction.config import WORLD_DOMAINS, FictionConfig
 from agentworld.synth.fiction.ledger import document_problems
@@ -77,7 +78,8 @@ def build_world(config: FictionConfig) -> dict[str, Any]:
     out = config.out
     if out.exists() and not out.is_dir():
         raise AgentWorldError(f"{out}: exists and is not a folder")
-    foreign = sorted(p.name for p in out.iterdir() if p.name not in OUTPUTS) if out.is_dir() else []
+    ours = (*OUTPUTS, LOCK_NAME)  # the writer lock of agentworld.outputs is ours too
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in ours) if out.is_dir() else []
     if foreign:
         raise AgentWorldError(f"{out}: holds files this command did not write ({', '.join(foreign[:3])}); "
                               "choose an empty or new folder")

@@ -24,7 +24,8 @@ class FictionConfig(BaseModel):
                     "(the bible's entity store as a world folder).")
     topic: str = Field(min_length=1, max_length=500, description="What the world is about, e.g. 'the Amber "
                        "Coast, a trading coast of guilds'.")
-    out: Path = Field(description="Folder to write (bible.json, tasks.jsonl, report.json; mcp: world.json).")
+    out: Path = Field(description="Folder to write (bible.json, tasks.jsonl, report.json; mcp: world.json).",
+                      json_schema_extra={"output": "folder"})
     generator_model: str | None = Field(None, description="Generator model name with --generator-base-url; "
                                         "without a URL the bible is made offline from seeded invented names.")
     generator_base_url: str | None = Field(None, description="OpenAI-compatible base URL of the generator.")
