@@ -169,3 +169,21 @@ def test_a_second_writer_on_the_same_folder_exits_2_naming_the_holder(tmp_path: 
         if holder.poll() is None:
             holder.kill()
         time.sleep(0)
+
+
+@pytest.mark.parametrize("recipe", ["cpt", "sft", "rl"])
+def test_a_config_files_output_dir_gets_the_same_guard(tmp_path: Path, recipe: str) -> None:
+    """``train cpt|sft|rl --config X`` writes where X's ``output_dir`` says: a foreign folder there is
+    refused before any model is loaded (the model path does not even exist), byte-identical after."""
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine\n")
+    corpus = Path(__file__).resolve().parents[1] / "src/agentworld/domains/terminal/corpus.jsonl"
+    config = tmp_path / f"{recipe}.yaml"
+    data = f"data: {corpus}" if recipe == "rl" else f"data:\n  - {{path: {corpus}}}"  # rl: one file
+    config.write_text(f"model: ./no-model\noutput_dir: ./foreign\n{data}\nmax_steps: 1\n")
+    result = CliRunner().invoke(app, ["train", recipe, "--config", str(config)])
+    assert result.exit_code == 2, result.output
+    assert "output_dir (in" in result.output and "not an agentworld" in result.output
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    assert (foreign / "notes.txt").read_text() == "mine\n"

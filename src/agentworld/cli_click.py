@@ -5,7 +5,7 @@ Why a shim: since 0.26 typer vendors click as the private ``typer._click`` (earl
 code base break silently when typer moves them again; here they break in one file, and
 :data:`MIN_TYPER` (the ``typer>=`` bound in ``pyproject.toml``, which a test keeps equal) is the first
 release that has every name imported below (``typer.exceptions``, ``_click.termui.secho``,
-``_click.exceptions.NoArgsIsHelpError``: checked in the 0.26.0 wheel).
+``_click.exceptions.NoArgsIsHelpError``, ``_click.globals``: checked in the 0.26.0 wheel).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typer import Abort
 from typer._click.core import Command, Context
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer._click.formatting import HelpFormatter
+from typer._click.globals import get_current_context
 from typer._click.termui import secho
 from typer.core import TyperGroup
 
@@ -21,4 +22,4 @@ MIN_TYPER = "0.26"
 """The oldest typer with ``typer._click`` and every name above."""
 
 __all__ = ["MIN_TYPER", "Abort", "ClickException", "Command", "Context", "HelpFormatter", "NoArgsIsHelpError",
-           "TyperGroup", "UsageError", "secho"]
+           "TyperGroup", "UsageError", "get_current_context", "secho"]

@@ -140,8 +140,9 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         app.command(name=name, hidden=hidden)(command)
 
 
-def _command_label() -> str:
-    from typer._click.globals import get_current_context
+def command_label() -> str:
+    """The running command's path without the program name (``eval run``), for messages and locks."""
+    from agentworld.cli_click import get_current_context
 
     ctx = get_current_context(silent=True)
     path = ctx.command_path if ctx is not None else ""
@@ -170,7 +171,7 @@ def claim_outputs(config: BaseModel) -> None:
         flag = _flag(info, name)
         ours = (lambda path, field=name: bool(owns(field, path))) if owns is not None else None
         if kind == "folder":
-            claim_folder(Path(value), kind=type(config).__name__, command=_command_label(), flag=flag,
+            claim_folder(Path(value), kind=type(config).__name__, command=command_label(), flag=flag,
                          ours=ours)
             continue
         overwrite = bool(getattr(config, "overwrite", False))

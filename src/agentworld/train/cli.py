@@ -120,10 +120,23 @@ C = TypeVar("C", bound=BaseModel)
 
 
 def _overridden(config: C, options: RecipeOptions) -> C:
-    """``config`` with the command line's ``--output-dir``/``--model`` (relative to the working directory)."""
+    """``config`` with the command line's ``--output-dir``/``--model`` (relative to the working directory).
+
+    An ``output_dir`` that comes from the config file gets the same guard as ``--output-dir`` (the
+    command line's was claimed before this runs): refused when not ours, locked for one writer.
+    """
     pairs = (("output_dir", options.output_dir), ("model", options.model))
     update = {k: v for k, v in pairs if v is not None}
-    return config.model_copy(update=update) if update else config
+    config = config.model_copy(update=update) if update else config
+    folder = getattr(config, "output_dir", None)
+    if options.output_dir is None and folder is not None and not options.dry_run:
+        from agentworld.cli_support import command_label
+        from agentworld.outputs import claim_folder
+
+        claim_folder(Path(folder), kind=type(options).__name__, command=command_label(),
+                     flag=f"output_dir (in {options.config})",
+                     ours=lambda path: options.owns_output("output_dir", path))
+    return config
 
 
 def _cpt(options: RecipeOptions) -> None:
