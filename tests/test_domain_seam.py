@@ -81,8 +81,8 @@ def test_the_pattern_sees_a_branch() -> None:
 # -- imports run one way ---------------------------------------------------------------------------
 
 LAYERS: dict[str, int] = {
-    **dict.fromkeys(("schema", "errors", "io", "inputs", "lazy", "redact", "cli_support", "cli_click",
-                     "configfile"), 0),
+    **dict.fromkeys(("schema", "errors", "io", "inputs", "outputs", "lazy", "redact", "cli_support",
+                     "cli_click", "configfile"), 0),
     "envs": 1,
     **dict.fromkeys(("domains", "corpus"), 2),
     **dict.fromkeys(("models", "endpoints"), 3),
