@@ -6,13 +6,13 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 
-def _proc_children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (scans /proc: this kernel may lack ``/proc/PID/task/*/children``)."""
-    kids: list[int] = []
+def _stat_rows() -> Iterator[tuple[int, bytes, int]]:
+    """(pid, state, parent pid) of every process, from ``/proc/*/stat`` (this kernel may lack
+    ``/proc/PID/task/*/children``); a process that ends while it is read is left out."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -22,9 +22,13 @@ def _proc_children(pid: int) -> list[int]:
         except OSError:
             continue
         fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            kids.append(int(entry))
-    return kids
+        if len(fields) > 1:
+            yield int(entry), fields[0], int(fields[1])
+
+
+def _proc_children(pid: int) -> list[int]:
+    """Direct children of ``pid``."""
+    return [child for child, _, parent in _stat_rows() if parent == pid]
 
 
 def descendants(pid: int, *, skip: Collection[int] = ()) -> list[int]:
@@ -33,17 +37,9 @@ def descendants(pid: int, *, skip: Collection[int] = ()) -> list[int]:
     ``skip``: processes left out together with everything below them.
     """
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1 and fields[0] != b"Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    for child, state, parent in _stat_rows():
+        if state != b"Z":
+            children.setdefault(parent, []).append(child)
     found: list[int] = []
     todo = [pid]
     while todo:
