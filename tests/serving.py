@@ -69,3 +69,21 @@ def chat_server(answer: Callable[[str, dict[str, Any], Any], str | dict[str, Any
     finally:
         server.shutdown()
         server.server_close()
+
+
+def echo_server_loop(name: str) -> str:
+    """Python source of a minimal stdio MCP server's request loop (initialize, one ``echo`` tool,
+    ``tools/call`` echoing its arguments), for stub server scripts that add behaviour before or after it."""
+    return f'''for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {{"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {{"tools": {{}}}},
+                  "serverInfo": {{"name": "{name}", "version": "1"}}}}
+    elif msg["method"] == "tools/list":
+        result = {{"tools": [{{"name": "echo", "inputSchema": {{"type": "object"}}}}]}}
+    else:
+        result = {{"content": [{{"type": "text", "text": "echo " + json.dumps(msg["params"]["arguments"])}}]}}
+    print(json.dumps({{"jsonrpc": "2.0", "id": msg["id"], "result": result}}), flush=True)
+'''

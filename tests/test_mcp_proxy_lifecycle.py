@@ -20,6 +20,7 @@ from agentworld.data.ingest import ingest
 from agentworld.envs.mcp_proxy_http import SseParser
 from agentworld.io import dropped_path, read_journal
 from agentworld.serve.mock_server import MockConfig, run_mock_server
+from serving import echo_server_loop
 from test_mcp_proxy_helpers import child_env, proxy_cmd, started, started_process, upstream_cmd
 
 STUBBORN = """\
@@ -27,19 +28,7 @@ import json, os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 with open(sys.argv[1], "w") as f:
     f.write(str(os.getpid()))
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    if msg["method"] == "initialize":
-        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "stubborn", "version": "1"}}
-    elif msg["method"] == "tools/list":
-        result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-    else:
-        result = {"content": [{"type": "text", "text": "echo " + json.dumps(msg["params"]["arguments"])}]}
-    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
-while True:
+""" + echo_server_loop("stubborn") + """while True:
     time.sleep(3600)
 """
 """An MCP server over stdio that ignores SIGTERM and the end of its input; writes its pid to argv[1]."""

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from serving import echo_server_loop
 from test_mcp_proxy_helpers import MAIN, child_env, proxy_cmd
 from test_mcp_proxy_lifecycle import converse, gone_within, server_alive
 
@@ -29,19 +30,7 @@ daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 with open(pidfile, "w") as f:
     f.write(str(daemon.pid))
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    if msg["method"] == "initialize":
-        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                  "serverInfo": {"name": "hostile", "version": "1"}}
-    elif msg["method"] == "tools/list":
-        result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-    else:
-        result = {"content": [{"type": "text", "text": "echo " + json.dumps(msg["params"]["arguments"])}]}
-    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
-"""
+""" + echo_server_loop("hostile")
 """An MCP server over stdio that floods stdout with junk first and detaches a daemon (pid to argv[1])."""
 
 
