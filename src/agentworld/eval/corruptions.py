@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from agentworld.domains.content import RUNTIME_KINDS, mask
+from agentworld.domains.rules import runtime_units
 from agentworld.schema import OBSERVATION_MARKER, strip_marker
 
 Corruption = Callable[[str, str], "str | None"]
@@ -37,7 +37,7 @@ def _meaning(text: str) -> object:
     try:
         return json.loads(body)
     except ValueError:
-        return [" ".join(mask(x, RUNTIME_KINDS).text.split()) for x in body.splitlines() if x.strip()]
+        return runtime_units([x for x in body.splitlines() if x.strip()])
 
 
 def _split(text: str) -> tuple[str, list[str]]:
