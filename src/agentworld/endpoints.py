@@ -35,7 +35,8 @@ class ModelEndpoint(BaseModel):
 
     model: str = Field(description="World model: the served model name with --model-base-url; without it "
                        "a backend name (retrieval: the offline baseline; transformers:PATH or vllm:PATH: a "
-                       "local model folder run in this process, no server; scripted: tests).")
+                       "local model folder run in this process, no server; llamacpp:PATH: a GGUF file run by "
+                       "llama.cpp in this process; PATH may be the alias smollm2; scripted: tests).")
     model_base_url: str | None = Field(
         None, description="OpenAI-compatible base URL of the world model (vLLM, SGLang, llama.cpp server, a "
         "hosted API). Several make a pool of endpoints serving the same model (least-loaded first, "

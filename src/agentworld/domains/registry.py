@@ -53,6 +53,8 @@ class Domain:
     """What the derived reasoning trace calls an action (``command`` for shells)."""
     effect: str = GENERIC_EFFECT
     """The derived trace's sentence on what an action's observation shows."""
+    brief_prompt: str = ""
+    """A short system prompt for small models (:class:`~agentworld.domains.prompt_view.PromptView`)."""
     plugin: DomainPlugin | None = field(default=None, compare=False, repr=False)
 
     def clean_marker(self, text: str) -> str:
@@ -68,10 +70,20 @@ def _prompt(plugin: DomainPlugin, name: str) -> str:
                         f"prompts/{name}.txt") from None
 
 
+def _brief(plugin: DomainPlugin) -> str:
+    """The package's ``prompts/brief_prompt.txt``, else a generic short prompt from the domain's name."""
+    try:
+        return (resources.files(plugin.package) / "prompts" / "brief_prompt.txt").read_text("utf-8").strip()
+    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError, TypeError):
+        return (f"You are a world model of the {plugin.display} environment: given the agent's {plugin.action_word}, "
+                "answer with exactly the observation the environment returns, inside "
+                "<predicted_observation></predicted_observation> tags.")
+
+
 def _domain(plugin: DomainPlugin) -> Domain:
     return Domain(name=plugin.name, display=plugin.display, system_prompt=_prompt(plugin, "system_prompt"),
                   judge_system_prompt=_prompt(plugin, "judge_system_prompt"), action_word=plugin.action_word,
-                  effect=plugin.effect, plugin=plugin)
+                  effect=plugin.effect, brief_prompt=_brief(plugin), plugin=plugin)
 
 
 def _ordered() -> list[DomainPlugin]:

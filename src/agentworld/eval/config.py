@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from agentworld.domains.prompt_view import PromptView
 from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
 from agentworld.errors import ConfigMismatchError, DataError
 from agentworld.redact import redact_url
@@ -80,12 +81,23 @@ class InferFields(ModelEndpoint):
     temperature: float = Field(0.6, ge=0, description="Temperature of world-model requests.")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (after --domains).")
     domains: list[str] = Field(default_factory=list, description="Only these domains (repeat or d1,d2).")
+    prompt: Literal["official", "brief"] = Field(
+        "official", description="System prompt shown to the world model: 'official' (each row's own) or "
+        "'brief' (the domain's short prompt, as a small model was trained with 'train sft' system: brief).")
+    history_turns: int | None = Field(None, ge=0, description="Show only the last N earlier turns (as the "
+                                      "model was trained); default: all.")
+    history_chars: int | None = Field(None, ge=16, description="Cut each earlier observation shown to N "
+                                      "characters (as the model was trained); default: whole.")
     exclude_own: bool | None = Field(
         None, description="Retrieval backend only: leave each evaluated sample's own recording (same domain "
         "and trajectory id) out of the index, so it is predicted, not recalled; --keep-own keeps them "
         "(an upper bound). Default: left out for recordings of the built-in held-out scenarios; other "
         "data keeps them and the run warns how many samples they answer.",
         json_schema_extra={"flags": ["--exclude-own/--keep-own"]})
+
+    def view(self) -> PromptView:
+        """The :class:`PromptView` of ``--prompt``/``--history-turns``/``--history-chars``."""
+        return PromptView(system=self.prompt, history_turns=self.history_turns, history_chars=self.history_chars)
 
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` is a run folder an earlier version of this command wrote (see
@@ -133,7 +145,7 @@ def _kind(config_cls: type[BaseModel], name: str) -> str:
     return "judge" if isinstance(extra, dict) and extra.get("judge") else "infer"
 
 
-_OMITTED_WHEN_EMPTY = ("model_corpus", "exclude_own")
+_OMITTED_WHEN_EMPTY = ("model_corpus", "exclude_own", "history_turns", "history_chars")
 """Fields added after the first run-folder layout: left out of ``config.json`` while unset (``None`` or
 empty), so runs written before them resume unchanged."""
 
@@ -179,6 +191,8 @@ def resolved_sections(config: BaseModel, extras: dict[str, Any]) -> dict[str, An
     for name in type(config).model_fields:
         kind = _kind(type(config), name)
         if kind == "runtime" or (name in _OMITTED_WHEN_EMPTY and dumped[name] in (None, [])):
+            continue
+        if name == "prompt" and dumped[name] == "official":  # added later too: runs before it resume
             continue
         sections[kind][name] = _stored_value(name, dumped[name])
     for key, value in extras.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.domains.registry import DomainRegistry, domain_names
 from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, BackendError, DataError
@@ -27,9 +28,11 @@ BACKEND_ERRORS: tuple[type[BaseException], ...] = (BackendError, TimeoutError, O
 """Failures that belong to one request: recorded on the sample, the run goes on."""
 
 
-def model_request(sample: BenchSample, model: str, max_tokens: int, temperature: float) -> ChatRequest:
-    """The world-model request of a sample: the official message list and sampling settings."""
-    return ChatRequest(messages=tuple(sample.messages()), model=model, max_tokens=max_tokens,
+def model_request(sample: BenchSample, model: str, max_tokens: int, temperature: float,
+                  view: PromptView = OFFICIAL) -> ChatRequest:
+    """The world-model request of a sample: its message list under ``view`` (default: the official one,
+    unchanged) and the sampling settings."""
+    return ChatRequest(messages=tuple(view.sample_messages(sample)), model=model, max_tokens=max_tokens,
                        temperature=temperature)
 
 

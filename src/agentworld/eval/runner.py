@@ -60,7 +60,7 @@ class Runner:
         pred = self.preds.get(sample.id)
         if self.s.model is not None and (pred is None or pred.error):
             cfg = self.s.config
-            request = model_request(sample, cfg.model, cfg.max_tokens, cfg.temperature)
+            request = model_request(sample, cfg.model, cfg.max_tokens, cfg.temperature, cfg.view())
             pred = await predict(sample, request, self.s.model, self.cache, self.s.domains)
             await self.pred_log.write(pred.model_dump(mode="json"))
             self.preds[sample.id] = pred

@@ -83,12 +83,13 @@ class ChatBackend(Protocol):
 
 _REGISTRY: dict[str, Callable[..., ChatBackend]] = {}
 _BUILTIN = {"openai": "agentworld.models.openai_compat", "retrieval": "agentworld.models.retrieval",
+            "llamacpp": "agentworld.models.llamacpp_backend",
             "scripted": "agentworld.models.scripted",
             "transformers": "agentworld.models.transformers_backend",
             "vllm": "agentworld.models.vllm_backend"}
 """Built-in backends, imported only when asked for: the ``openai`` SDK alone takes over a second."""
 
-PATH_BACKENDS: tuple[str, ...] = ("transformers", "vllm")
+PATH_BACKENDS: tuple[str, ...] = ("transformers", "vllm", "llamacpp")
 """Backends named with a model folder, ``NAME:PATH`` (e.g. ``transformers:./my-model``)."""
 
 

@@ -64,3 +64,15 @@ def resolve_model_path(spec: str | Path) -> Path:
 def is_gguf(path: str | Path) -> bool:
     """Whether ``path`` names a GGUF file (by suffix; the loaders check the magic bytes)."""
     return str(path).lower().endswith(".gguf")
+
+
+def hf_source(spec: str | Path) -> tuple[str, dict[str, str]]:
+    """What ``from_pretrained`` takes for ``spec``: ``(folder_or_id, {"gguf_file": name})`` for a GGUF file
+    or an alias (transformers dequantizes it to float32), else ``(spec, {})``.
+    """
+    path = resolve_model_path(spec)
+    if is_gguf(path):
+        if not path.is_file():
+            raise AgentWorldError(f"GGUF model file {path} does not exist")
+        return str(path.parent), {"gguf_file": path.name}
+    return str(spec), {}

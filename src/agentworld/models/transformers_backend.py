@@ -1,4 +1,5 @@
-"""``--model transformers:PATH``: a local model folder run in this process with Hugging Face transformers.
+"""``--model transformers:PATH``: a local model folder, a GGUF file or a packaged alias (``smollm2``) run in
+this process with Hugging Face transformers (a GGUF file dequantized to float32).
 
 No server to start: the folder's tokenizer renders each request with its chat template, concurrent
 requests are generated as one left-padded batch (:mod:`agentworld.models.batching`) on the GPU when
@@ -31,11 +32,19 @@ from agentworld.models.openai_compat import extract_reasoning
 
 
 def model_folder(path: str | Path) -> Path:
-    """The model folder ``path`` names, checked to hold a ``config.json``.
+    """The model ``path`` names: a GGUF file (or a packaged alias such as ``smollm2``, resolved to its
+    file), or a folder checked to hold a ``config.json``.
 
     Raises:
-        AgentWorldError: no such folder, or not a model folder.
+        AgentWorldError: no such folder or file, or not a model folder.
     """
+    from agentworld.models.packaged import is_gguf, resolve_model_path
+
+    resolved = resolve_model_path(path)
+    if is_gguf(resolved):
+        if not resolved.is_file():
+            raise AgentWorldError(f"GGUF model file {resolved} does not exist")
+        return resolved
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise AgentWorldError(f"model folder {folder} does not exist (give a local folder saved with "
@@ -141,13 +150,16 @@ class TransformersBackend(BatchingBackend):
         device = self.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+        from agentworld.models.packaged import hf_source
+
+        source, options = hf_source(self.path)  # a GGUF file is dequantized to float32
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True, **options)
         if not getattr(tokenizer, "chat_template", None):
             raise BackendError(f"{self.name}: the tokenizer in {self.path} has no chat template",
                                retryable=False)
         dtype: Any = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
-        model: Any = transformers.AutoModelForCausalLM.from_pretrained(str(self.path), local_files_only=True,
-                                                                       dtype=dtype)
+        model: Any = transformers.AutoModelForCausalLM.from_pretrained(source, local_files_only=True,
+                                                                       dtype=dtype, **options)
         model.to(device).eval()
         configured = model.generation_config.eos_token_id
         configured = configured if isinstance(configured, list) else [configured]

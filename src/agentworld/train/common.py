@@ -141,13 +141,19 @@ def trainer_args(config: TrainCommon) -> dict[str, Any]:
 
 
 def load_model(config: TrainCommon) -> tuple[Any, Any]:
-    """Tokenizer and causal LM (LoRA-wrapped when configured); a missing pad token falls back to eos."""
+    """Tokenizer and causal LM (LoRA-wrapped when configured); a missing pad token falls back to eos.
+
+    ``model`` may be a hub id, a model folder, a GGUF file or a packaged alias (``smollm2``).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(config.model)
+    from agentworld.models.packaged import hf_source
+
+    source, options = hf_source(config.model)  # a GGUF file or the smollm2 alias: dequantized to float32
+    tokenizer = AutoTokenizer.from_pretrained(source, **options)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model: Any = AutoModelForCausalLM.from_pretrained(config.model)
+    model: Any = AutoModelForCausalLM.from_pretrained(source, **options)
     if config.lora is not None:
         from peft import LoraConfig, get_peft_model
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentworld.data.masking import MaskConfig
+from agentworld.domains.prompt_view import PromptView
 from agentworld.data.pipeline import InputSpec
 
 C = TypeVar("C", bound="TrainCommon")
@@ -120,6 +121,13 @@ class SFTConfig(TrainCommon, DataFields):
     system_prompt: str | None = Field(
         None, min_length=1, description="One system prompt for every row instead of the domain's prompt "
         "variants (a deployment's own prompt, or a short one for a small model).")
+    prompt: Literal["variants", "brief"] = Field(
+        "variants", description="System prompts of the rows: 'variants' (the domain's prompt and its variants) or "
+        "'brief' (the domain's short prompt, for small models; evaluate with eval run --prompt brief).")
+    history_turns: int | None = Field(None, ge=0, description="Earlier turns shown in each row (the last N; "
+                                      "eval run --history-turns N shows the same); default: all.")
+    history_chars: int | None = Field(None, ge=16, description="Each earlier observation shown cut to N "
+                                      "characters (eval run --history-chars N); default: whole.")
     system_prompts_from: Path | None = Field(
         None, description="An 'agentworld optimize prompts' output folder: each domain it has variants for "
         "trains on those (v0 = the shipped prompt, then the optimizer's revisions, in version order, at most "
@@ -129,4 +137,11 @@ class SFTConfig(TrainCommon, DataFields):
     def _one_prompt_source(self) -> SFTConfig:
         if self.system_prompt is not None and self.system_prompts_from is not None:
             raise ValueError("give system_prompt or system_prompts_from, not both")
+        if self.prompt == "brief" and (self.system_prompt is not None or self.system_prompts_from is not None):
+            raise ValueError("prompt: brief takes the domain's short prompt; leave system_prompt(s_from) unset")
         return self
+
+    def view(self) -> PromptView:
+        """How the rows show a turn (the system prompt aside when ``prompt`` is ``variants``)."""
+        return PromptView(system="brief" if self.prompt == "brief" else "official",
+                          history_turns=self.history_turns, history_chars=self.history_chars)

@@ -155,16 +155,18 @@ def sft_rows(samples: Iterable[TrainSample], config: SFTConfig) -> list[dict[str
     samples."""
     cache: dict[str, list[str]] = {}
     optimized = load_variants(config.system_prompts_from) if config.system_prompts_from else {}
+    view = config.view()
     rows = []
     for k, sample in enumerate(s for s in samples if trained(s)):
         if sample.domain not in cache:
             cache[sample.domain] = ([config.system_prompt] if config.system_prompt else
+                                    [DOMAINS[sample.domain].brief_prompt] if config.prompt == "brief" else
                                     optimized.get(sample.domain, [])[:config.variants] or
                                     system_variants(DOMAINS[sample.domain].system_prompt, config.variants))
         variants = cache[sample.domain]
         per = config.variants_per_sample or len(variants)
-        history = [m for a, o in sample.history for m in ({"role": "user", "content": a},
-                                                          {"role": "assistant", "content": o})]
+        history = [m for a, o in view.history(sample.history) for m in ({"role": "user", "content": a},
+                                                                         {"role": "assistant", "content": o})]
         completion = [{"role": "assistant", "content": completion_text(sample, config.reasoning)}]
         for j in range(per):
             variant = (k * per + j) % len(variants)

@@ -1,0 +1,174 @@
+"""``--model llamacpp:PATH``: a GGUF file (or a packaged alias such as ``smollm2``) run in this process
+by llama-cpp-python.
+
+Why beside ``transformers:PATH``: on a CPU, llama.cpp generates a small model several times faster
+than transformers in float32 (quantized weights, fused kernels), and it keeps the KV cache of the
+last prompt: a request whose messages start as the previous one's did (the same system prompt, the
+same history) only pays for the new tokens. The batch a :class:`BatchingBackend` collects is
+therefore answered one request at a time, *in the order of their messages*, so requests sharing a
+prefix run back to back and reuse it; llama-cpp-python has no batched generation of several
+prompts. The answers come back as the other backends give them (reasoning separated,
+``finish_reason="length"`` when the budget ran out, token counts).
+
+Decoding follows the request as the transformers backend does: temperature 0 (or None) is greedy;
+otherwise sampling with the request's ``seed`` (or a hash of the request), ``top_p``/``top_k`` from
+its ``extra``, and llama.cpp's own defaults that the other backends do not apply (min-p, repeat
+penalty) switched off.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from agentworld.errors import AgentWorldError, BackendError
+from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
+from agentworld.models.batching import BatchingBackend
+from agentworld.models.openai_compat import extract_reasoning
+from agentworld.models.packaged import resolve_model_path
+
+GGUF_MAGIC = b"GGUF"
+
+
+def gguf_file(spec: str | Path) -> Path:
+    """The GGUF file ``spec`` names (a path or a packaged alias), checked by its magic bytes.
+
+    Raises:
+        AgentWorldError: missing, or not a GGUF file.
+    """
+    path = resolve_model_path(spec)
+    if not path.is_file():
+        raise AgentWorldError(f"GGUF model file {path} does not exist (give a .gguf file or the alias smollm2)")
+    with path.open("rb") as handle:
+        if handle.read(4) != GGUF_MAGIC:
+            raise AgentWorldError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
+    return path
+
+
+def cpu_threads() -> int:
+    """The cores this process may use (llama-cpp-python's default is half the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class LlamaCppBackend(BatchingBackend):
+    """A :class:`~agentworld.models.base.ChatBackend` generating with llama-cpp-python in this process.
+
+    Args:
+        path: a GGUF file, or a packaged alias (:mod:`agentworld.models.packaged`).
+        n_ctx: context length in tokens (prompt plus answer); 0 takes the model's training context.
+        n_threads: CPU threads; default: every core this process may use.
+        seed: mixed into the seed of a sampled request that has none.
+        max_batch_size: most requests collected together (answered in prefix order, see the module).
+
+    The model loads in the worker thread as soon as the backend is made; the first batch waits for it.
+    """
+
+    def __init__(self, path: str | Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0,
+                 max_batch_size: int = 16, batch_wait_s: float = 0.005) -> None:
+        super().__init__(max_batch_size=max_batch_size, batch_wait_s=batch_wait_s)
+        self.path = gguf_file(path)
+        self.name = f"llamacpp:{path}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or cpu_threads()
+        self.seed = seed
+        self.prefix_hits = 0
+        """Requests that reused at least part of the previous prompt's KV cache."""
+        self._llm: Any = None
+        self._template: Any = None
+        self._loading = self._worker.submit(self._load)
+
+    def __repr__(self) -> str:
+        return f"LlamaCppBackend(path={str(self.path)!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads})"
+
+    def _load(self) -> None:
+        from llama_cpp import Llama
+
+        self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                          n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+
+    def _ready(self) -> None:
+        try:
+            self._loading.result()
+        except ImportError as exc:
+            raise BackendError(f"{self.name}: llama-cpp-python is not installed (bash install.sh --train, or "
+                               "pip install 'llama-cpp-python[server]')", retryable=False) from exc
+        except Exception as exc:
+            raise BackendError(f"{self.name}: cannot load the model: {type(exc).__name__}: {exc}",
+                               retryable=False) from exc
+
+    @property
+    def context(self) -> int:
+        """The loaded context length (after the model resolved ``n_ctx=0``)."""
+        self._ready()
+        return int(self._llm.n_ctx())
+
+    def run_batch(self, requests: list[ChatRequest]) -> list[ChatResult | BaseException]:
+        """Answer each request, in the order of their messages (shared prefixes back to back)."""
+        self._ready()
+        out: list[ChatResult | BaseException] = [BackendError("no result", retryable=False)] * len(requests)
+        order = sorted(range(len(requests)),
+                       key=lambda i: [(m.role, m.content) for m in requests[i].messages])
+        for i in order:
+            try:
+                out[i] = self._one(requests[i])
+            except BackendError as exc:
+                out[i] = exc
+        return out
+
+    def _one(self, request: ChatRequest) -> ChatResult:
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        llm = self._llm
+        prompt = llm.tokenize(self._render(messages).encode("utf-8"), add_bos=False, special=True)
+        context = int(llm.n_ctx())
+        room = context - len(prompt)
+        if room < 1:
+            raise BackendError(f"{self.name}: the prompt has {len(prompt)} tokens; the context is {context} "
+                               "(raise n_ctx, or shorten the prompt)", retryable=False)
+        budget = min(request.max_tokens or room, room)
+        temperature = float(request.temperature or 0.0)
+        seed = request.seed if request.seed is not None else self.seed ^ int(request.key()[:8], 16)
+        shared = llm.longest_token_prefix(llm._input_ids.tolist(), prompt) if llm.n_tokens else 0
+        self.prefix_hits += shared > 0
+        started = time.perf_counter()
+        try:
+            answer = llm.create_chat_completion(
+                messages=messages, max_tokens=budget, temperature=temperature, seed=seed & 0x7FFFFFFF,
+                top_p=float(request.extra.get("top_p", 1.0)), top_k=int(request.extra.get("top_k", 0)),
+                min_p=0.0, repeat_penalty=1.0)
+        except ValueError as exc:  # llama-cpp-python's "Requested tokens (N) exceed context window of M"
+            raise BackendError(f"{self.name}: {exc}", retryable=False) from exc
+        latency = time.perf_counter() - started
+        choice = answer["choices"][0]
+        content, reasoning = extract_reasoning({"content": choice["message"].get("content") or ""})
+        usage = answer.get("usage") or {}
+        return ChatResult(content=content, reasoning=reasoning,
+                          finish_reason=choice.get("finish_reason") or "stop",
+                          usage=Usage(prompt_tokens=int(usage.get("prompt_tokens", len(prompt))),
+                                      completion_tokens=int(usage.get("completion_tokens", 0))),
+                          latency_s=latency, model=str(self.path), source=self.name,
+                          meta={"prefix_tokens_reused": shared})
+
+    def _render(self, messages: list[dict[str, str]]) -> str:
+        """The prompt text the model's chat template makes of ``messages`` (to count its tokens first)."""
+        if self._template is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            template = self._llm.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise BackendError(f"{self.name}: the GGUF file has no chat template", retryable=False)
+            model = self._llm._model
+            self._template = Jinja2ChatFormatter(template=template,
+                                                 eos_token=model.token_get_text(self._llm.token_eos()),
+                                                 bos_token=model.token_get_text(self._llm.token_bos()))
+        return str(self._template(messages=messages).prompt)
+
+
+@register_backend("llamacpp")
+def _llamacpp(path: str, *, concurrency: int = 16, seed: int = 0, n_ctx: int = 8192,
+              **_client: Any) -> LlamaCppBackend:
+    return LlamaCppBackend(path, max_batch_size=concurrency, seed=seed, n_ctx=n_ctx)
