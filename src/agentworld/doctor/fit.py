@@ -18,7 +18,7 @@ from typing import Any
 
 from agentworld.doctor.checks import first_choice, http_failure
 from agentworld.doctor.config import DoctorConfig
-from agentworld.doctor.findings import EndpointReport
+from agentworld.doctor.findings import EndpointReport, Finding
 from agentworld.doctor.probe import Probe
 
 CONTEXT_FLAGS = "llama-cpp-python --n_ctx, llama-server -c, vLLM --max-model-len, SGLang --context-length"
@@ -78,9 +78,15 @@ def too_small(report: EndpointReport, check: str, domain: str, context: int, pro
 
 def learn_context(report: EndpointReport, context: int, how: str) -> None:
     """Record a context the server did not report but showed (in a refusal, or by where it cut)."""
-    if report.context_tokens is None:
-        report.context_tokens = context
-        report.add("context length", "ok", f"{context:,} tokens ({how})")
+    if report.context_tokens is not None:
+        return
+    report.context_tokens = context
+    found = Finding("context length", "ok", f"{context:,} tokens ({how})")
+    rows = [i for i, f in enumerate(report.findings) if f.check == "context length"]
+    if rows:  # it replaces the "not reported" row
+        report.findings[rows[0]] = found
+    else:
+        report.findings.append(found)
 
 
 async def fit_prompt(report: EndpointReport, probe: Probe, check: str, domain: str,

@@ -101,7 +101,8 @@ async def predict(report: EndpointReport, probe: Probe, sample: BenchSample, con
     thinking = _tokens(details if isinstance(details, dict) else {}, "reasoning_tokens", share)
     speed = f"{answer.elapsed_s:.1f} s, {completion / max(answer.elapsed_s, 1e-6):,.0f} tok/s"
     data = {"latency_s": round(answer.elapsed_s, 3), "completion_tokens": completion,
-            "thinking_tokens": thinking, "finish_reason": finish, "sample": sample.id}
+            "thinking_tokens": thinking, "finish_reason": finish, "sample": sample.id,
+            "prompt_tokens": fit.prompt_tokens}
     closed = f"</{tag}>" in content
     if finish == "length":
         await _cut(report, probe, check, messages, config, fit, usage, thinking, tag, data)
