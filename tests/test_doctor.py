@@ -140,17 +140,32 @@ def test_dead_port_is_one_line() -> None:
     assert f"http://127.0.0.1:{port}/v1: cannot connect" in line and "is the server running" in line
 
 
-def test_max_tokens_beyond_the_context_is_one_line() -> None:
+def test_max_tokens_beyond_the_context_is_one_line_in_its_own_words() -> None:
     with mock(flavour="vllm", context_tokens=16384) as url:
         result = doctor(url, "--domains", "terminal")
     line = one_error_line(result)
-    assert "the terminal prediction was refused (HTTP 400: This model's maximum context length is 16384 " \
-           "tokens." in line
-    assert line.endswith("the prompt and --max-tokens 32768 must fit the context of 16384: lower "
-                         "--max-tokens or raise the server's context length")
-    warned = "--max-tokens 32,768 is not below the context length 16,384"
+    room = 16384 - 1222  # the mock's prompt_tokens of the terminal sample
+    assert line == (f"error: {url}: the terminal prompt (1,222 tokens) and --max-tokens 32,768 do not fit "
+                    "the server's context of 16,384 tokens (vLLM and SGLang refuse such requests, llama.cpp "
+                    f"cuts the answers): use --max-tokens {room:,} or less, or start the server with a "
+                    "context of 65,536 or more (llama-cpp-python --n_ctx, llama-server -c, vLLM "
+                    "--max-model-len, SGLang --context-length)")
+    assert "HTTP 400" not in result.output and "Please reduce" not in result.output
     rows = result.stdout.splitlines()
-    assert any(row.split()[:3] == ["WARN", "max", "tokens"] and warned in row for row in rows)
+    assert any(row.split()[:3] == ["FAIL", "max", "tokens"] and f"predicting with {room:,}" in row
+               for row in rows)
+    # the prediction was still made with the room there is, and closed within it
+    assert any(row.split()[:3] == ["ok", "predict", "terminal"] for row in rows), result.stdout
+
+
+def test_a_prompt_larger_than_the_context_names_it_and_the_flag() -> None:
+    with mock(flavour="vllm", context_tokens=1200) as url:
+        result = doctor(url, "--domains", "terminal", "--max-tokens", "512")
+    line = one_error_line(result)
+    assert line == (f"error: {url}: the terminal prompt (1,222 tokens) does not fit the server's context "
+                    "of 1,200 tokens: start the server with a context of 2,048 or more (llama-cpp-python "
+                    "--n_ctx, llama-server -c, vLLM --max-model-len, SGLang --context-length)")
+    assert "HTTP 400" not in result.output
 
 
 def test_a_slow_server_is_one_line_naming_the_timeout() -> None:

@@ -31,6 +31,8 @@ class EndpointReport:
     context_tokens: int | None = None
     max_tokens: int | None = None
     """The --max-tokens to use: the one given, or larger where an answer was cut or came close."""
+    room: int | None = None
+    """The most answer tokens the context leaves beside the longest prompt probed (None: unknown)."""
 
     def add(self, check: str, status: Status, detail: str, **data: Any) -> None:
         self.findings.append(Finding(check, status, detail, data))
@@ -48,4 +50,5 @@ class EndpointReport:
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "url": self.url, "model": self.model, "usable": self.usable,
                 "reason": self.reason, "reasoning": self.reasoning, "context_tokens": self.context_tokens,
-                "max_tokens": self.max_tokens, "checks": [asdict(f) for f in self.findings]}
+                "max_tokens": self.max_tokens, "room": self.room,
+                "checks": [asdict(f) for f in self.findings]}

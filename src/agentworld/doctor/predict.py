@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+from agentworld.doctor import fit as fitting
 from agentworld.doctor.checks import first_choice, http_failure, reasoning_place
 from agentworld.doctor.config import DoctorConfig
 from agentworld.doctor.findings import EndpointReport
@@ -70,15 +71,21 @@ async def predict(report: EndpointReport, probe: Probe, sample: BenchSample, con
     check = f"predict {sample.domain}"
     tag = get_domain(sample.domain).response_tag
     messages = [{"role": m.role, "content": m.content} for m in sample.messages()]
-    answer = await probe.post("chat/completions", _request(report, messages, config.max_tokens,
-                                                           config.temperature))
+    fit = await fitting.fit_prompt(report, probe, check, sample.domain, messages, config, key_env)
+    if fit is None:
+        return
+    answer = await probe.post("chat/completions", _request(report, messages, fit.budget, config.temperature))
     parsed = first_choice(answer) if answer.status == 200 else None
-    if answer.status == 400 and report.context_tokens and config.max_tokens >= report.context_tokens // 2:
-        said = probe.scrub(answer.message)
-        report.fail(check, f"HTTP 400: {said}", f"{report.url}: the {sample.domain} prediction was refused "
-                    f"(HTTP 400: {said}); the prompt and --max-tokens {config.max_tokens} must fit the "
-                    f"context of {report.context_tokens}: lower --max-tokens or raise the server's context "
-                    "length")
+    context, _ = fitting.context_from_error(answer.message) if answer.status == 400 else (None, None)
+    if context is not None:
+        fitting.learn_context(report, context, "named by the server when it refused the prediction")
+        prompt = f"prompt ({fit.prompt_tokens:,} tokens)" if fit.prompt_tokens else "prompt"
+        room = (f"--max-tokens {context - fit.prompt_tokens:,} or less" if fit.prompt_tokens
+                else "a lower --max-tokens")
+        report.fail(check, f"the {prompt} and --max-tokens {fit.budget:,} exceed the context of {context:,}",
+                    f"{report.url}: the {sample.domain} {prompt} and --max-tokens {fit.budget:,} do not fit "
+                    f"the server's context of {context:,} tokens: use {room}, or start the server with a "
+                    f"larger context ({fitting.CONTEXT_FLAGS})")
         return
     if parsed is None:
         http_failure(report, probe, check, answer, f"the {sample.domain} prediction", key_env, [])
@@ -94,33 +101,45 @@ async def predict(report: EndpointReport, probe: Probe, sample: BenchSample, con
     thinking = _tokens(details if isinstance(details, dict) else {}, "reasoning_tokens", share)
     speed = f"{answer.elapsed_s:.1f} s, {completion / max(answer.elapsed_s, 1e-6):,.0f} tok/s"
     data = {"latency_s": round(answer.elapsed_s, 3), "completion_tokens": completion,
-            "thinking_tokens": thinking, "finish_reason": finish, "sample": sample.id}
+            "thinking_tokens": thinking, "finish_reason": finish, "sample": sample.id,
+            "prompt_tokens": fit.prompt_tokens}
     closed = f"</{tag}>" in content
     if finish == "length":
-        await _cut(report, probe, check, messages, config, usage, thinking, tag, data)
+        await _cut(report, probe, check, messages, config, fit, usage, thinking, tag, data)
         return
     stats = f"{speed}, {completion:,} tokens ({thinking:,} thinking)"
     if not closed:
         report.add(check, "warn", f"{stats}; finished ({finish}) without closing <{tag}>", closed=False,
                    **data)
-    elif completion > 0.8 * config.max_tokens:
-        report.max_tokens = max(report.max_tokens or 0, suggested_max_tokens(completion))
-        report.add(check, "warn", f"{stats}, <{tag}> closed, but close to --max-tokens {config.max_tokens}: "
-                   f"use --max-tokens {suggested_max_tokens(completion)}", closed=True, **data)
+    elif completion > 0.8 * fit.budget:
+        suggestion = suggested_max_tokens(completion)
+        report.max_tokens = max(report.max_tokens or 0, suggestion)
+        report.add(check, "warn", f"{stats}, <{tag}> closed, but close to --max-tokens {fit.budget}: "
+                   f"use --max-tokens {suggestion}", closed=True, **data)
     else:
         report.add(check, "ok", f"{stats}, <{tag}> closed", closed=True, **data)
 
 
 async def _cut(report: EndpointReport, probe: Probe, check: str, messages: list[dict[str, Any]],
-               config: DoctorConfig, usage: dict[str, Any], thinking: int, tag: str,
+               config: DoctorConfig, fit: fitting.Fit, usage: dict[str, Any], thinking: int, tag: str,
                data: dict[str, Any]) -> None:
     """A cut answer: ask once more with the largest budget the context allows, to measure the need."""
-    head = (f"cut at --max-tokens {config.max_tokens:,} ({thinking:,} thinking tokens so far), "
-            f"<{tag}> not closed")
-    prompt = _tokens(usage, "prompt_tokens", 0)
-    budget = (report.context_tokens - prompt) if report.context_tokens else 4 * config.max_tokens
-    if not config.find_max_tokens or budget <= config.max_tokens:
-        why = "the context allows no more" if config.find_max_tokens else "--no-find-max-tokens"
+    prompt = _tokens(usage, "prompt_tokens", fit.prompt_tokens or 0)
+    completion = _tokens(usage, "completion_tokens", fit.budget)
+    if report.context_tokens is None and prompt and completion < fit.budget:
+        # llama-cpp-python lowers max_tokens to what its (unreported) context leaves: that is where it cut
+        fitting.learn_context(report, prompt + completion, "where the server cut the answer: prompt + answer")
+        report.room = min(report.room or completion, completion)
+    so_far = f"({thinking:,} thinking tokens so far), <{tag}> not closed"
+    head = (f"cut at --max-tokens {fit.budget:,} {so_far}" if completion >= fit.budget else
+            f"cut by the context at {completion:,} answer tokens {so_far}")
+    budget = (report.context_tokens - prompt) if report.context_tokens else 4 * fit.budget
+    if not config.find_max_tokens or budget <= fit.budget:
+        why = "--no-find-max-tokens"
+        if config.find_max_tokens:
+            bigger = fitting.larger_context(prompt + 2 * max(completion, fit.budget))
+            why = (f"the context allows no more; a server started with a context of {bigger:,} "
+                   f"({fitting.CONTEXT_FLAGS}) would show it")
         report.add(check, "warn", f"{head}; not measured how many it needs ({why})", closed=False, **data)
         return
     again = await probe.post("chat/completions", _request(report, messages, budget, config.temperature))

@@ -19,6 +19,9 @@ def flags(reports: list[EndpointReport]) -> str:
     parts: list[str] = []
     if models:
         max_tokens = max(r.max_tokens or 0 for r in models)
+        rooms = [r.room for r in models if r.room]
+        if rooms:  # never advise more than the context leaves beside a prompt
+            max_tokens = min(max_tokens or min(rooms), min(rooms))
         parts += ["--model-base-url", ",".join(r.url for r in models), "--model", models[0].model]
         if max_tokens:
             parts += ["--max-tokens", str(max_tokens)]

@@ -33,12 +33,10 @@ async def check_model(url: str, config: DoctorConfig, samples: list[BenchSample]
         if cards is None:
             return report
         await checks.context_length(report, probe, cards)
-        if report.context_tokens and config.max_tokens >= report.context_tokens:
-            report.add("max tokens", "warn", f"--max-tokens {config.max_tokens:,} is not below the context "
-                       f"length {report.context_tokens:,}: the prompt needs room too")
         for sample in samples:
+            usable = report.usable
             await predict(report, probe, sample, config, key_env)
-            if not report.usable:
+            if usable and not report.usable:
                 return report
         after_chat = next(i for i, f in enumerate(report.findings) if f.check == "chat completion") + 1
         place = checks.PLACES[report.reasoning or "none"]
