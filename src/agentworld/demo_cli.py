@@ -13,15 +13,16 @@ app = new_app("Offline demos: the evaluation demo (no sub-command) and 'demo tra
 
 
 class TrainDemoOptions(BaseModel):
-    """Train a tiny world model on the bundled real terminal recordings (CPU, nothing downloaded) and report
-    held-out loss and rule tier before and after."""
+    """Fine-tune SmolLM2-135M-Instruct (the packaged GGUF, nothing downloaded) into a terminal world model on
+    the bundled real recordings, on the CPU (about ten minutes on two cores), and report held-out rule tier,
+    closed tags and loss before and after, beside the trivial predictors."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    out: Path = Field(Path("agentworld-demo-train"), description="Folder for the tiny model, the run and "
-                      "the report.",
+    out: Path = Field(Path("agentworld-demo-train"), description="Folder for the run, the GGUF export, the "
+                      "eval runs and the report.",
                       json_schema_extra={"output": "folder"})
-    steps: int = Field(500, ge=1, description="SFT steps (about half a second each on a 2-core CPU).")
+    steps: int = Field(36, ge=1, description="SFT steps of 4 rows (about 10 s each on a 2-core CPU).")
     seed: int = Field(0, description="Seed of the model, the split and the sampling.")
 
 

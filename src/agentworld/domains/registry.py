@@ -75,7 +75,8 @@ def _brief(plugin: DomainPlugin) -> str:
     try:
         return (resources.files(plugin.package) / "prompts" / "brief_prompt.txt").read_text("utf-8").strip()
     except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError, TypeError):
-        return (f"You are a world model of the {plugin.display} environment: given the agent's {plugin.action_word}, "
+        return (f"You are a world model of the {plugin.display} environment: given the agent's "
+                f"{plugin.action_word}, "
                 "answer with exactly the observation the environment returns, inside "
                 "<predicted_observation></predicted_observation> tags.")
 

@@ -97,7 +97,8 @@ class InferFields(ModelEndpoint):
 
     def view(self) -> PromptView:
         """The :class:`PromptView` of ``--prompt``/``--history-turns``/``--history-chars``."""
-        return PromptView(system=self.prompt, history_turns=self.history_turns, history_chars=self.history_chars)
+        return PromptView(system=self.prompt, history_turns=self.history_turns,
+                          history_chars=self.history_chars)
 
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` is a run folder an earlier version of this command wrote (see

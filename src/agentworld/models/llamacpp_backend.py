@@ -14,6 +14,10 @@ Decoding follows the request as the transformers backend does: temperature 0 (or
 otherwise sampling with the request's ``seed`` (or a hash of the request), ``top_p``/``top_k`` from
 its ``extra``, and llama.cpp's own defaults that the other backends do not apply (min-p, repeat
 penalty) switched off.
+
+A GGUF file exported from a model trained on a prompt view (``agentworld train export``) carries the
+view in its metadata, and every request is asked through it
+(:meth:`~agentworld.domains.prompt_view.PromptView.apply`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.prompt_view import GGUF_KEY, PromptView, read_view
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.batching import BatchingBackend
@@ -40,7 +45,8 @@ def gguf_file(spec: str | Path) -> Path:
     """
     path = resolve_model_path(spec)
     if not path.is_file():
-        raise AgentWorldError(f"GGUF model file {path} does not exist (give a .gguf file or the alias smollm2)")
+        raise AgentWorldError(f"GGUF model file {path} does not exist (give a .gguf file or the alias "
+                              "smollm2)")
     with path.open("rb") as handle:
         if handle.read(4) != GGUF_MAGIC:
             raise AgentWorldError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
@@ -80,6 +86,8 @@ class LlamaCppBackend(BatchingBackend):
         """Requests that reused at least part of the previous prompt's KV cache."""
         self._llm: Any = None
         self._template: Any = None
+        self.view: PromptView | None = None
+        """The prompt view stored in the GGUF file (a model trained on one), applied to every request."""
         self._loading = self._worker.submit(self._load)
 
     def __repr__(self) -> str:
@@ -90,6 +98,7 @@ class LlamaCppBackend(BatchingBackend):
 
         self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                           n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+        self.view = read_view(self._llm.metadata.get(GGUF_KEY))
 
     def _ready(self) -> None:
         try:
@@ -100,6 +109,20 @@ class LlamaCppBackend(BatchingBackend):
         except Exception as exc:
             raise BackendError(f"{self.name}: cannot load the model: {type(exc).__name__}: {exc}",
                                retryable=False) from exc
+
+    async def aclose(self) -> None:
+        """Free the model in the worker thread (llama-cpp-python's own finalizer fails at interpreter exit),
+        then stop the thread."""
+        import asyncio
+
+        def close() -> None:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+        if not self._loading.done() or self._loading.exception() is None:
+            await asyncio.get_running_loop().run_in_executor(self._worker, close)
+        await super().aclose()
 
     @property
     def context(self) -> int:
@@ -121,7 +144,8 @@ class LlamaCppBackend(BatchingBackend):
         return out
 
     def _one(self, request: ChatRequest) -> ChatResult:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        shown = self.view.apply(request.messages) if self.view else request.messages
+        messages = [{"role": m.role, "content": m.content} for m in shown]
         llm = self._llm
         prompt = llm.tokenize(self._render(messages).encode("utf-8"), add_bos=False, special=True)
         context = int(llm.n_ctx())

@@ -76,3 +76,19 @@ def hf_source(spec: str | Path) -> tuple[str, dict[str, str]]:
             raise AgentWorldError(f"GGUF model file {path} does not exist")
         return str(path.parent), {"gguf_file": path.name}
     return str(spec), {}
+
+
+def as_plain_weights(model: object) -> object:
+    """``model`` (loaded from a GGUF file, so flagged as quantized) marked as the float32 model it is.
+
+    transformers dequantizes a GGUF file to ordinary float32 tensors but keeps ``is_quantized`` and a
+    quantizer on the model, and its ``Trainer`` then refuses full fine-tuning ("purely quantized
+    models") and ``save_pretrained`` records a quantization config no loader needs.
+    """
+    for name, value in (("is_quantized", False), ("hf_quantizer", None)):
+        if hasattr(model, name):
+            setattr(model, name, value)
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    return model

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.prompt_view import VIEW_FILE, read_view
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.batching import BatchingBackend
@@ -137,6 +138,10 @@ class TransformersBackend(BatchingBackend):
         self._model: Any = None
         self._tokenizer: Any = None
         self._stop_ids: list[int] = []
+        view_file = self.path / VIEW_FILE if self.path.is_dir() else None
+        self.view = read_view(view_file.read_text(encoding="utf-8")) \
+            if view_file is not None and view_file.is_file() else None
+        """The prompt view the model was trained on (its folder's view file), applied to every request."""
         self._loading = self._worker.submit(self._load)
 
     def __repr__(self) -> str:
@@ -180,7 +185,8 @@ class TransformersBackend(BatchingBackend):
                                retryable=False) from exc
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        shown = self.view.apply(request.messages) if self.view else request.messages
+        messages = [{"role": m.role, "content": m.content} for m in shown]
         options = request.extra.get("chat_template_kwargs") or {}
         text = self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
                                                    **options)

@@ -211,3 +211,33 @@ def _verl_config(options: VerlConfigOptions) -> None:
 from agentworld.train.verl_config import VerlConfigOptions  # noqa: E402  (one block for this command)
 
 config_command(app, VerlConfigOptions, _verl_config, name="verl-config")
+
+
+class ExportOptions(BaseModel):
+    """Export a trained model folder (a LoRA adapter merged into its base) to safetensors (OUT/merged) and
+    to a GGUF file (OUT/model-QUANT.gguf) that llama.cpp serves: llamacpp:FILE, python -m llama_cpp.server,
+    llama-server."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: Path = Field(description="Trained model folder (a run's final/ or a checkpoint; LoRA adapters are "
+                        "merged).")
+    base: str = Field(description="The GGUF file (or alias, e.g. smollm2) the model was trained from: its "
+                      "tokenizer, chat template and settings are copied into the export.")
+    out: Path = Field(description="Output folder (merged/ and model-QUANT.gguf).",
+                      json_schema_extra={"output": "folder"})
+    quant: str = Field("q8_0", description="GGUF weight type: f32, f16, q8_0 (written here) or a llama.cpp "
+                       "type such as q4_k_m (quantized by llama.cpp from the f16 file).")
+
+
+def _export(options: ExportOptions) -> None:
+    import typer
+
+    from agentworld.train.export import export
+
+    merged, gguf = export(options.model, options.base, options.out, options.quant)
+    typer.echo(f"safetensors: {merged}")
+    typer.echo(f"gguf: {gguf} ({gguf.stat().st_size / 1e6:.0f} MB)")
+
+
+config_command(app, ExportOptions, _export, name="export")

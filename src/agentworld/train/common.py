@@ -19,6 +19,7 @@ from agentworld.data.masking import mask
 from agentworld.data.pipeline import OutputSpec, PipelineConfig, iter_samples
 from agentworld.data.process import stable_unit
 from agentworld.data.types import TrainSample
+from agentworld.domains.prompt_view import VIEW_FILE, PromptView
 from agentworld.errors import ConfigMismatchError, DataError
 from agentworld.io import atomic_write_text, dumps, loads
 from agentworld.train.config import TrainCommon
@@ -147,13 +148,13 @@ def load_model(config: TrainCommon) -> tuple[Any, Any]:
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from agentworld.models.packaged import hf_source
+    from agentworld.models.packaged import as_plain_weights, hf_source
 
     source, options = hf_source(config.model)  # a GGUF file or the smollm2 alias: dequantized to float32
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model: Any = AutoModelForCausalLM.from_pretrained(source, **options)
+    model: Any = as_plain_weights(AutoModelForCausalLM.from_pretrained(source, **options))
     if config.lora is not None:
         from peft import LoraConfig, get_peft_model
 
@@ -161,6 +162,13 @@ def load_model(config: TrainCommon) -> tuple[Any, Any]:
         model = get_peft_model(model, LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                                                  target_modules=lora.target_modules, task_type="CAUSAL_LM"))
     return tokenizer, model
+
+
+def write_view(folder: Path, view: PromptView) -> None:
+    """Store the prompt view a model was trained on beside its weights (nothing for the official one), so the
+    in-process backends ask it the same way (:mod:`agentworld.domains.prompt_view`)."""
+    if not view.is_official and folder.is_dir():
+        atomic_write_text(folder / VIEW_FILE, view.model_dump_json() + "\n")
 
 
 def require_rows(rows: list[Any]) -> None:

@@ -13,8 +13,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentworld.data.masking import MaskConfig
-from agentworld.domains.prompt_view import PromptView
 from agentworld.data.pipeline import InputSpec
+from agentworld.domains.prompt_view import PromptView
 
 C = TypeVar("C", bound="TrainCommon")
 
@@ -122,8 +122,9 @@ class SFTConfig(TrainCommon, DataFields):
         None, min_length=1, description="One system prompt for every row instead of the domain's prompt "
         "variants (a deployment's own prompt, or a short one for a small model).")
     prompt: Literal["variants", "brief"] = Field(
-        "variants", description="System prompts of the rows: 'variants' (the domain's prompt and its variants) or "
-        "'brief' (the domain's short prompt, for small models; evaluate with eval run --prompt brief).")
+        "variants", description="System prompts of the rows: 'variants' (the domain's prompt and its "
+        "variants) or 'brief' (the domain's short prompt, for small models; evaluate with eval run --prompt "
+        "brief).")
     history_turns: int | None = Field(None, ge=0, description="Earlier turns shown in each row (the last N; "
                                       "eval run --history-turns N shows the same); default: all.")
     history_chars: int | None = Field(None, ge=16, description="Each earlier observation shown cut to N "
@@ -137,8 +138,9 @@ class SFTConfig(TrainCommon, DataFields):
     def _one_prompt_source(self) -> SFTConfig:
         if self.system_prompt is not None and self.system_prompts_from is not None:
             raise ValueError("give system_prompt or system_prompts_from, not both")
-        if self.prompt == "brief" and (self.system_prompt is not None or self.system_prompts_from is not None):
-            raise ValueError("prompt: brief takes the domain's short prompt; leave system_prompt(s_from) unset")
+        if self.prompt == "brief" and (self.system_prompt, self.system_prompts_from) != (None, None):
+            raise ValueError("prompt: brief takes the domain's short prompt; leave system_prompt(s_from) "
+                             "unset")
         return self
 
     def view(self) -> PromptView:

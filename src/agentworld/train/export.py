@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agentworld.domains.prompt_view import GGUF_KEY, VIEW_FILE
 from agentworld.errors import AgentWorldError
 
 PYTHON_QUANTS = ("f32", "f16", "q8_0")
@@ -52,15 +53,17 @@ def gguf_name(hf_name: str) -> str | None:
 def permute(weights: Any, heads: int) -> Any:
     """The query/key rows in llama.cpp's rotary order (the inverse of transformers' GGUF un-permute)."""
     rows = weights.shape[0]
-    return weights.reshape(heads, 2, rows // heads // 2, *weights.shape[1:]).swapaxes(1, 2).reshape(weights.shape)
+    grouped = weights.reshape(heads, 2, rows // heads // 2, *weights.shape[1:])
+    return grouped.swapaxes(1, 2).reshape(weights.shape)
 
 
 def merged_model(model_dir: str | Path) -> Any:
-    """The model of ``model_dir`` in float32, a LoRA adapter (``adapter_config.json``) merged into its base."""
+    """The model of ``model_dir`` in float32, a LoRA adapter (``adapter_config.json``) merged into its base.
+    """
     import torch
     from transformers import AutoModelForCausalLM
 
-    from agentworld.models.packaged import hf_source
+    from agentworld.models.packaged import as_plain_weights, hf_source
 
     folder = Path(model_dir)
     if (folder / "adapter_config.json").is_file():
@@ -68,7 +71,7 @@ def merged_model(model_dir: str | Path) -> Any:
 
         return AutoPeftModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).merge_and_unload()
     source, options = hf_source(model_dir)
-    return AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **options)
+    return as_plain_weights(AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **options))
 
 
 def _tensors(model: Any) -> dict[str, Any]:
@@ -76,7 +79,8 @@ def _tensors(model: Any) -> dict[str, Any]:
     config = model.config
     if getattr(config, "model_type", "") != "llama":
         raise AgentWorldError(f"GGUF export supports the llama architecture (SmolLM2, Llama); this model is "
-                              f"{getattr(config, 'model_type', 'unknown')!r}: use llama.cpp's convert_hf_to_gguf.py")
+                              f"{getattr(config, 'model_type', 'unknown')!r}: use llama.cpp's "
+                              "convert_hf_to_gguf.py")
     heads, kv_heads = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads
     out: dict[str, Any] = {}
     for name, tensor in model.state_dict().items():
@@ -92,7 +96,8 @@ def _tensors(model: Any) -> dict[str, Any]:
     return out
 
 
-def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0") -> Path:
+def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0",
+               view: str | None = None) -> Path:
     """Write ``model``'s weights into a GGUF file laid out as ``base`` (see the module docstring).
 
     Raises:
@@ -105,7 +110,7 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
 
     quant = quant.lower()
     if quant not in PYTHON_QUANTS:
-        return _quantize_native(model, base, Path(out), quant)
+        return _quantize_native(model, base, Path(out), quant, view)
     qtype = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
              "q8_0": gguf.GGMLQuantizationType.Q8_0}[quant]
     file_type = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
@@ -123,6 +128,8 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
         sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
         writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
     writer.add_file_type(int(file_type))
+    if view:  # the prompt view the model was trained on (agentworld.domains.prompt_view)
+        writer.add_string(GGUF_KEY, view)
     for info in reader.tensors:
         if info.name not in tensors:
             raise AgentWorldError(f"{base}: tensor {info.name} has no counterpart in the trained model")
@@ -144,7 +151,7 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
     return out
 
 
-def _quantize_native(model: Any, base: str | Path, out: Path, quant: str) -> Path:
+def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: str | None) -> Path:
     """An f16 export, then llama.cpp's ``llama_model_quantize`` to ``quant`` (e.g. ``q4_k_m``)."""
     import llama_cpp
 
@@ -154,7 +161,7 @@ def _quantize_native(model: Any, base: str | Path, out: Path, quant: str) -> Pat
         known = sorted(n.removeprefix("LLAMA_FTYPE_MOSTLY_").lower() for n in dir(llama_cpp)
                        if n.startswith("LLAMA_FTYPE_MOSTLY_"))
         raise AgentWorldError(f"unknown quantization {quant!r}; known: {', '.join([*PYTHON_QUANTS, *known])}")
-    f16 = write_gguf(model, base, out.with_name(f".{out.name}.f16.gguf"), "f16")
+    f16 = write_gguf(model, base, out.with_name(f".{out.name}.f16.gguf"), "f16", view)
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     tmp = out.with_name(f".{out.name}.tmp")
@@ -169,7 +176,8 @@ def _quantize_native(model: Any, base: str | Path, out: Path, quant: str) -> Pat
     return out
 
 
-def export(model_dir: str | Path, base: str | Path, out_dir: str | Path, quant: str = "q8_0") -> tuple[Path, Path]:
+def export(model_dir: str | Path, base: str | Path, out_dir: str | Path,
+           quant: str = "q8_0") -> tuple[Path, Path]:
     """Merged safetensors in ``out_dir/merged`` and ``out_dir/model-<quant>.gguf``; returns both paths."""
     from transformers import AutoTokenizer
 
@@ -181,4 +189,8 @@ def export(model_dir: str | Path, base: str | Path, out_dir: str | Path, quant: 
     model.save_pretrained(str(merged), safe_serialization=True)
     source, options = hf_source(model_dir)
     AutoTokenizer.from_pretrained(source, **options).save_pretrained(str(merged))
-    return merged, write_gguf(model, base, out_dir / f"model-{quant.lower()}.gguf", quant)
+    view_file = Path(model_dir) / VIEW_FILE
+    view = view_file.read_text(encoding="utf-8").strip() if view_file.is_file() else None
+    if view:
+        (merged / VIEW_FILE).write_text(view + "\n", encoding="utf-8")
+    return merged, write_gguf(model, base, out_dir / f"model-{quant.lower()}.gguf", quant, view)

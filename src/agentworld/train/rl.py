@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.models.base import ChatBackend, create_backend
+from agentworld.models.packaged import as_plain_weights, hf_source, is_gguf, resolve_model_path
 from agentworld.schema import BenchSample
 from agentworld.train.rewards import RUBRIC_WEIGHT, RULE_WEIGHT, HybridReward, RubricReward, RuleReward
 
@@ -68,6 +70,17 @@ class RLConfig(BaseModel):
     save_final: bool = True
     seed: int = 0
     use_cpu: bool | None = None
+    prompt: Literal["official", "brief"] = "official"
+    """The system prompt of the rows (``brief``: the domain's short one, as ``train sft prompt: brief``)."""
+    history_turns: int | None = None
+    """Earlier turns shown (the last N), as the SFT model was trained; None: all."""
+    history_chars: int | None = None
+    """Each earlier observation shown cut to N characters; None: whole."""
+
+    def view(self) -> PromptView:
+        """The :class:`PromptView` of the rows."""
+        return PromptView(system=self.prompt, history_turns=self.history_turns,
+                          history_chars=self.history_chars)
 
     @classmethod
     def load(cls, path: str | Path, **overrides: Any) -> RLConfig:
@@ -96,15 +109,16 @@ class RLResult(BaseModel):
     log_history: list[dict[str, Any]] = Field(default_factory=list)
 
 
-def rl_rows(samples: Iterable[BenchSample]) -> list[dict[str, Any]]:
-    """One RL row per turn: the official prompt messages plus the columns the rewards read.
+def rl_rows(samples: Iterable[BenchSample], view: PromptView = OFFICIAL) -> list[dict[str, Any]]:
+    """One RL row per turn: the prompt messages under ``view`` (default: the official ones) plus the columns
+    the rewards read (the whole history: the rule tier scores against it).
 
     ``history`` is JSON-encoded so first-turn-only datasets keep a stable Arrow type.
     """
     rows = []
     for s in samples:
         rows.append({
-            "prompt": [{"role": m.role, "content": m.content} for m in s.messages()],
+            "prompt": [{"role": m.role, "content": m.content} for m in view.sample_messages(s)],
             "ground_truth": s.ground_truth, "domain": s.domain, "action": s.action,
             "history": json.dumps([list(pair) for pair in s.history()]), "id": s.id})
     return rows
@@ -165,19 +179,30 @@ def run_rl(config: RLConfig, *, samples: Sequence[BenchSample] | None = None,
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    rows = rl_rows(_load_samples(config, samples))
+    rows = rl_rows(_load_samples(config, samples), config.view())
     if not rows:
         raise ValueError("no RL samples")
     funcs, weights = reward_functions(config, judge)
     args = gspo_args(config, weights)
-    trainer = GRPOTrainer(model=config.model, reward_funcs=list[Any](funcs), args=args,
-                          train_dataset=Dataset.from_list(rows))
+    model: Any = config.model
+    processing_class = None
+    if is_gguf(resolve_model_path(config.model)):  # a GGUF file or alias: dequantized, then trained
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source, options = hf_source(config.model)
+        model = as_plain_weights(AutoModelForCausalLM.from_pretrained(source, **options))
+        processing_class = AutoTokenizer.from_pretrained(source, **options)
+    trainer = GRPOTrainer(model=model, reward_funcs=list[Any](funcs), args=args,
+                          train_dataset=Dataset.from_list(rows), processing_class=processing_class)
     trainer.train()
     history = list(trainer.state.log_history)
     final = None
     if config.save_final:
         final = config.output_dir / "final"
         trainer.save_model(str(final))
+        from agentworld.train.common import write_view
+
+        write_view(final, config.view())
     rewards = [float(h["reward"]) for h in history if "reward" in h]
     return RLResult(output_dir=config.output_dir, final_model=final, steps=trainer.state.global_step,
                     rewards=rewards, log_history=history)

@@ -34,6 +34,7 @@ from agentworld.domains.registry import DOMAINS, GENERIC_EFFECT
 from agentworld.optimize.store import load_variants
 from agentworld.train.common import (
     TrainResult,
+    final_dir,
     held_out,
     load_model,
     load_samples,
@@ -41,6 +42,7 @@ from agentworld.train.common import (
     require_rows,
     train,
     trainer_args,
+    write_view,
 )
 from agentworld.train.config import SFTConfig
 
@@ -203,4 +205,6 @@ def run_sft(config: SFTConfig) -> TrainResult:
                      completion_only_loss=True, packing=False)
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset(train_rows),
                          eval_dataset=dataset(eval_rows), processing_class=tokenizer)
-    return train(trainer, config, checkpoint, train_rows=len(train_rows), eval_rows=len(eval_rows))
+    result = train(trainer, config, checkpoint, train_rows=len(train_rows), eval_rows=len(eval_rows))
+    write_view(final_dir(config), config.view())
+    return result

@@ -99,7 +99,8 @@ def eval_config(data: Sequence[Path], out: Path, model: str, recipe: SmallLMReci
 
     view = recipe.view
     return EvalConfig(data=list(data), out=out, model=model, model_base_url=base_url, no_judge=True,
-                      temperature=0.0, max_tokens=recipe.max_tokens, seed=recipe.seed, concurrency=concurrency,
+                      temperature=0.0, max_tokens=recipe.max_tokens, seed=recipe.seed,
+                      concurrency=concurrency,
                       prompt=view.system, history_turns=view.history_turns, history_chars=view.history_chars,
                       progress=False)
 
