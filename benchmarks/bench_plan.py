@@ -11,6 +11,7 @@ and a served model when given.
 
     python benchmarks/bench_plan.py [--corruption 0.5 1.0] [--budget 1] [--tasks cd-missing ...]
     python benchmarks/bench_plan.py --model-base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-8B
+    python benchmarks/bench_plan.py --model llamacpp:bench-real-lm/train/sft/export/model-q8_0.gguf
 
 Exits 1 when the planner over the faithful mock runs any futile action, or when the highest
 corruption rate does not lose part of its advantage.
@@ -47,7 +48,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=1, help="imagined rollouts per candidate")
     parser.add_argument("--no-retrieval", action="store_true", help="skip the retrieval baseline")
     parser.add_argument("--model-base-url", default=None, help="a served world model to measure as well")
-    parser.add_argument("--model", default="default", help="its model name")
+    parser.add_argument("--model", default="default", help="its model name; without --model-base-url, an "
+                        "in-process backend to measure as well (llamacpp:FILE.gguf, transformers:DIR)")
     parser.add_argument("--model-api-key", default=os.environ.get("AGENTWORLD_MODEL_API_KEY"),
                         help="its key (default: $AGENTWORLD_MODEL_API_KEY)")
     return parser.parse_args(argv)
@@ -97,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             models.append((f"mock, corruption {rate:g}", lambda url=url: build_backend("mock", url)))
         if not args.no_retrieval:
             models.append(("retrieval", lambda: build_backend("retrieval")))
-        if args.model_base_url:
+        if args.model_base_url or args.model.startswith(("llamacpp:", "transformers:")):
             models.append((args.model, lambda: build_backend(args.model, args.model_base_url,
                                                              args.model_api_key)))
         for name, make in models:

@@ -15,11 +15,15 @@ Steps (each skipped when its output exists, so a killed run continues where it s
    ``sft`` (the data pipeline's 7-category keep ratios), ``sft-nomask`` (every turn kept),
    ``sft-uniform`` (one keep ratio for every category, chosen so the kept turns hold as many tokens as
    the 7-category mask keeps); each exported to GGUF (q8_0) and evaluated through llama.cpp;
-5. ``gspo``: GSPO from the ``sft`` model, rule reward only (no judge runs offline here), on one-turn
-   training samples of the corpora; exported and evaluated the same way;
+5. ``gspo``: GSPO from the ``sft`` model on one-turn training samples of the corpora, reward 0.9 the rule
+   tier's overall score (the stand-in for the rubric judge: no LLM judge runs offline here) + 0.1 rule01
+   (the hardened ``verified``); exported and evaluated the same way;
 6. ``sft-served``: the ``sft`` GGUF served by ``python -m llama_cpp.server`` on 127.0.0.1, evaluated over
    HTTP; ``sft-transformers``: the ``sft`` model in float32 in-process (transformers), the export's check;
-7. the table: held-out rule overall per domain, and paired bootstrap intervals (``eval compare``).
+7. the table: held-out rule overall per domain, and paired bootstrap intervals (``eval compare``);
+8. uses (``probes``, ``closed-loop``, ``plan``): the ``sft`` model as the world model of ``eval probes``,
+   ``eval closed-loop`` (terminal tasks) and ``benchmarks/bench_plan.py``, beside retrieval; outputs in
+   ``OUT/uses``.
 
 Every model sees the same prompt (:data:`agentworld.train.small_lm.VIEW`: brief system prompt, last turn,
 its observation cut at 600 characters), greedy, at most 512 new tokens.
@@ -43,6 +47,7 @@ from rich.console import Console
 from agentworld.train.small_lm import SmallLMRecipe, eval_config, heldout_subset, train
 
 ARMS = ("zero-shot", "sft", "sft-nomask", "sft-uniform", "gspo", "sft-served", "sft-transformers")
+USES = ("probes", "closed-loop", "plan")
 console = Console()
 
 
@@ -131,7 +136,7 @@ def gspo_arm(out: Path, recipe: SmallLMRecipe, steps: int, prompts: int) -> Path
     step = max(1, len(pool) // prompts)
     samples = pool[::step][:prompts]
     view = recipe.view
-    config = RLConfig(model=str(out / "train" / "sft" / "final"), output_dir=run_dir, reward="rule",
+    config = RLConfig(model=str(out / "train" / "sft" / "final"), output_dir=run_dir, reward="offline_hybrid",
                       max_steps=steps, num_generations=4, per_device_train_batch_size=4,
                       steps_per_generation=4,
                       max_completion_length=256, learning_rate=5e-6, temperature=1.0, seed=recipe.seed,
@@ -175,6 +180,38 @@ def served_arm(out: Path, gguf: Path, data: list[Path], recipe: SmallLMRecipe) -
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def uses(out: Path, gguf: Path, wanted: set[str]) -> None:
+    """Step 8: the trained model (its GGUF carries its prompt view) as the world model of ``eval probes``,
+    ``eval closed-loop`` (terminal tasks, scripted agent) and ``bench_plan.py``, each beside retrieval (the
+    oracle mock's numbers: bench_plan runs it; the README's closed-loop and probes tables have them)."""
+    folder = out / "uses"
+    folder.mkdir(exist_ok=True)
+    agentworld = [sys.executable, "-m", "agentworld"]
+    commands: dict[str, list[str]] = {}
+    for name, model in (("sft", f"llamacpp:{gguf}"), ("retrieval", "retrieval")):
+        commands[f"probes-{name}"] = [*agentworld, "eval", "probes", "--model", model, "--variants", "1",
+                                      "--max-tokens", "512", "--temperature", "0", "--no-progress",
+                                      "--out", str(folder / f"probes-{name}")]
+        commands[f"closed-loop-{name}"] = [*agentworld, "eval", "closed-loop", "--tasks",
+                                           "examples/closed_loop/terminal_tasks.jsonl", "--scripted-agent",
+                                           "--model", model, "--arms", "bare,ledger", "--json",
+                                           "--out", str(folder / f"closed-loop-{name}")]
+    commands["plan"] = [sys.executable, "benchmarks/bench_plan.py", "--model", f"llamacpp:{gguf}",
+                        "--corruption", "1.0"]
+    for key, command in commands.items():
+        if key.rsplit("-", 1)[0] not in wanted and key not in wanted:
+            continue
+        log = folder / f"{key}.txt"
+        if log.is_file() and log.stat().st_size:
+            continue
+        started = time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        log.write_text(done.stdout + ("\n" + done.stderr if done.returncode else ""))
+        _times(out)[f"use:{key}"] = time.monotonic() - started
+        console.print(f"{key}: exit {done.returncode}, {log}")
+        _save_times(out)
 
 
 def table(out: Path) -> dict[str, Any]:
@@ -255,7 +292,7 @@ def main() -> int:
     parser.add_argument("--gspo-steps", type=int, default=16)
     parser.add_argument("--gspo-prompts", type=int, default=16)
     parser.add_argument("--only", nargs="*", default=None, help="run only these steps (heldout, baselines, "
-                        + ", ".join(ARMS) + ")")
+                        + ", ".join((*ARMS, *USES)) + ")")
     parser.add_argument("--table", action="store_true", help="only print the table of what is done")
     args = parser.parse_args()
     out: Path = args.out
@@ -263,7 +300,7 @@ def main() -> int:
     if args.table:
         show(table(out))
         return 0
-    wanted = set(args.only) if args.only else {"heldout", "baselines", *ARMS}
+    wanted = set(args.only) if args.only else {"heldout", "baselines", *ARMS, *USES}
     recipe = SmallLMRecipe(steps=args.steps, learning_rate=args.lr)
     data = record_heldout(out, args.per_domain)
     if "baselines" in wanted:
@@ -295,6 +332,8 @@ def main() -> int:
     if "sft-transformers" in wanted and sft_gguf.is_file():
         run_eval(out, "sft-transformers", data, f"transformers:{out / 'train' / 'sft' / 'final'}", recipe)
         _save_times(out)
+    if wanted & set(USES) and sft_gguf.is_file():
+        uses(out, sft_gguf, wanted)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = table(out)
     result["peak_rss_mb"] = peak

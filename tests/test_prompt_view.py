@@ -114,3 +114,19 @@ def test_apply_turns_an_official_request_into_the_view_and_is_idempotent() -> No
     unknown = [Message(role="system", content="some other prompt"), Message(role="user", content="a")]
     assert view.apply(unknown) == unknown  # a system prompt of no domain is kept
     assert OFFICIAL.apply(official) == official
+
+
+def test_rule_tier_reward_is_dense_where_rule01_is_zero_and_ignores_text_outside_the_tag() -> None:
+    from agentworld.train.rewards import RuleReward, RuleTierReward
+
+    truth = "**Environment Observation:**\nroot@box:/app# ls\na.txt  b.txt\nroot@box:/app#"
+    near = "<predicted_observation>\n**Environment Observation:**\nroot@box:/app# ls\na.txt  c.txt\n" \
+           "root@box:/app#\n</predicted_observation>"
+    history = json.dumps([["**Action:**\ncd /app", "**Environment Observation:**\nroot@box:/app#"]])
+    columns = {"ground_truth": [truth], "domain": ["terminal"], "action": ["**Action:**\nls"],
+               "history": [history]}
+    dense = RuleTierReward()(None, [near], **columns)[0]
+    assert RuleReward()(None, [near], **columns)[0] == 0.0 and dense is not None and 0.1 < dense < 1.0
+    assert RuleTierReward()(None, ["a.txt b.txt, no tag"], **columns)[0] == 0.0  # format failure
+    exact = "<predicted_observation>\n" + truth + "\n</predicted_observation>"
+    assert RuleTierReward()(None, [exact], **columns)[0] == 1.0

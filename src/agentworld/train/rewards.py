@@ -141,6 +141,26 @@ class RuleReward:
         return [self.score(c, t or "", d, a, h, p) for c, t, d, a, h, p in rows]
 
 
+class RuleTierReward(RuleReward):
+    """The rule tier's overall score in [0, 1] (``overall / 100``); 0 on a format failure.
+
+    A dense stand-in for the rubric judge where no judge runs (``RLConfig.reward="offline_hybrid"``: 0.9 this,
+    0.1 :class:`RuleReward`): it credits a prediction for each unit, line and frame it gets right, where
+    ``rule01`` gives a small model 0 on nearly every turn and so a GRPO group no advantage to learn from.
+    It is the evaluation's own content-based score, so it cannot be raised by text outside the tag.
+    """
+
+    __name__ = "rule_tier_reward"
+
+    def score(self, completion: Any, ground_truth: str, domain: str | None = None, action: str | None = None,
+              history: Any = None, prompt: Any = None) -> float:
+        prediction = strict_prediction(completion_text(completion), self.tag)
+        if prediction is None:
+            return 0.0
+        sample = sample_of(0, ground_truth, domain, action, history, prompt)
+        return float(score_rules(sample.domain, prediction, ground_truth, sample).overall) / 100.0
+
+
 class RubricReward:
     """LLM-rubric reward ``(total_score - 1) / 4`` from a judge backend, judged on the strict prediction.
 

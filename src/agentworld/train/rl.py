@@ -22,9 +22,16 @@ from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.models.base import ChatBackend, create_backend
 from agentworld.models.packaged import as_plain_weights, hf_source, is_gguf, resolve_model_path
 from agentworld.schema import BenchSample
-from agentworld.train.rewards import RUBRIC_WEIGHT, RULE_WEIGHT, HybridReward, RubricReward, RuleReward
+from agentworld.train.rewards import (
+    RUBRIC_WEIGHT,
+    RULE_WEIGHT,
+    HybridReward,
+    RubricReward,
+    RuleReward,
+    RuleTierReward,
+)
 
-RewardMode = Literal["hybrid", "separate", "rubric", "rule"]
+RewardMode = Literal["hybrid", "separate", "rubric", "rule", "offline_hybrid"]
 
 
 class RLConfig(BaseModel):
@@ -35,7 +42,9 @@ class RLConfig(BaseModel):
         output_dir: where checkpoints, logs and the final model go.
         data: AgentWorldBench-style JSONL of one-turn samples (or pass ``samples`` to :func:`run_rl`).
         reward: ``hybrid`` (one callable, 0.9/0.1), ``separate`` (rubric and rule functions combined by
-            TRL's ``reward_weights``), ``rubric`` or ``rule`` (no judge needed).
+            TRL's ``reward_weights``), ``rubric`` or ``rule`` (no judge needed), ``offline_hybrid`` (no
+            judge: 0.9 the rule tier's overall score, :class:`RuleTierReward`, standing in for the rubric,
+            0.1 rule01).
         judge: registered backend name for the rubric judge; ``judge_options`` go to its factory.
         reward_scale: multiplies the hybrid reward (25 gives the report's [0, 25] range).
         use_cpu: None picks the CPU when no CUDA device is present.
@@ -151,6 +160,8 @@ def reward_functions(config: RLConfig, judge: ChatBackend | None = None
     """The reward functions (and TRL ``reward_weights``) for ``config.reward``."""
     if config.reward == "rule":
         return [RuleReward()], None
+    if config.reward == "offline_hybrid":  # no judge: the dense rule tier stands in for the rubric
+        return [RuleTierReward(), RuleReward()], [config.rubric_weight, config.rule_weight]
     backend = judge if judge is not None else create_backend(config.judge, **config.judge_options)
     rubric = RubricReward(backend, batch=config.judge_concurrency, model=config.judge_model,
                           temperature=config.judge_temperature, max_tokens=config.judge_max_tokens)
