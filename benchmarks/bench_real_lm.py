@@ -9,7 +9,7 @@ Steps (each skipped when its output exists, so a killed run continues where it s
 1. held-out data: the five real domains' held-out scenarios (never in any corpus) recorded fresh in
    their real environments, then at most ``--per-domain`` turns of each, spread over the sessions;
 2. baselines: the trivial predictors (the strongest per domain) and retrieval over the shipped corpora
-   (the held-out sessions are not in them);
+   (the held-out sessions are not in them; retrieval reads the official message list, not the view);
 3. zero-shot: the packaged GGUF through the in-process llama.cpp backend;
 4. SFT arms, the same steps, seed and rows per step (so the same token budget within a few percent):
    ``sft`` (the data pipeline's 7-category keep ratios), ``sft-nomask`` (every turn kept),
@@ -44,6 +44,7 @@ from typing import Any
 
 from rich.console import Console
 
+from agentworld.domains.prompt_view import OFFICIAL
 from agentworld.train.small_lm import SmallLMRecipe, eval_config, heldout_subset, train
 
 ARMS = ("zero-shot", "sft", "sft-nomask", "sft-uniform", "gspo", "sft-served", "sft-transformers")
@@ -304,7 +305,8 @@ def main() -> int:
     recipe = SmallLMRecipe(steps=args.steps, learning_rate=args.lr)
     data = record_heldout(out, args.per_domain)
     if "baselines" in wanted:
-        run_eval(out, "retrieval", data, "retrieval", recipe)
+        # retrieval is no language model: it reads the whole official message list (its own retrieval keys)
+        run_eval(out, "retrieval", data, "retrieval", SmallLMRecipe(**{**recipe.__dict__, "view": OFFICIAL}))
     if "zero-shot" in wanted:
         run_eval(out, "zero-shot", data, "llamacpp:smollm2", recipe)
     _save_times(out)

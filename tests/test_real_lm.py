@@ -90,3 +90,25 @@ def test_eval_config_of_the_recipe_uses_its_view(tmp_path: Path) -> None:
     config = eval_config([tmp_path / "x.jsonl"], tmp_path / "run", "llamacpp:smollm2", SmallLMRecipe())
     assert config.view() == PromptView(system="brief", history_turns=1, history_chars=600)
     assert config.temperature == 0 and config.no_judge
+
+
+def test_train_export_cli_quantizes_with_llamacpp_and_carries_the_view(trained: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+    from agentworld.models.llamacpp_backend import LlamaCppBackend
+
+    result = CliRunner().invoke(app, ["train", "export", "--model", str(trained), "--base", "smollm2",
+                                      "--out", str(tmp_path / "q4"), "--quant", "q4_k_m"])
+    assert result.exit_code == 0, result.output
+    gguf = tmp_path / "q4" / "model-q4_k_m.gguf"
+    assert gguf.is_file() and gguf.stat().st_size < 150e6  # quantized by llama.cpp from the f16 export
+    leftovers = [p for p in (tmp_path / "q4").glob(".*") if p.name != ".agentworld.lock"]
+    assert not leftovers  # the f16 intermediate and the temporary file are gone
+    backend = LlamaCppBackend(gguf)
+    answer = _ask(backend)
+    assert answer.usage.completion_tokens > 0
+    assert backend.view == PromptView(system="brief", history_turns=1, history_chars=600)  # from the metadata
+    bad = CliRunner().invoke(app, ["train", "export", "--model", str(trained), "--base", "smollm2",
+                                   "--out", str(tmp_path / "bad"), "--quant", "q3_nonsense"])
+    assert bad.exit_code == 2 and "unknown quantization" in bad.output

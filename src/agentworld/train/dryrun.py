@@ -27,7 +27,7 @@ class DryRun:
 
     kind: str
     model: str
-    model_source: Literal["local", "hub"]
+    model_source: Literal["local", "hub", "gguf"]
     output_dir: Path
     samples: int
 
@@ -38,12 +38,25 @@ def _looks_local(model: str) -> bool:
             or ".." in path.parts)
 
 
-def check_model(model: str) -> Literal["local", "hub"]:
-    """``local`` for a model folder that holds ``config.json``, ``hub`` for a Hugging Face id.
+def check_model(model: str) -> Literal["local", "hub", "gguf"]:
+    """``local`` for a model folder that holds ``config.json``, ``gguf`` for a GGUF file or a packaged alias
+    (``smollm2``), ``hub`` for a Hugging Face id.
 
     Raises:
-        DataError: a local path (absolute, ``./``/``../``-relative, or existing) that is not a model folder.
+        DataError: a local path (absolute, ``./``/``../``-relative, or existing) that is not a model folder,
+            or an alias whose package is not installed.
     """
+    from agentworld.errors import AgentWorldError
+    from agentworld.models.packaged import PACKAGED, is_gguf, resolve_model_path
+
+    if model in PACKAGED or is_gguf(model):
+        try:
+            path = resolve_model_path(model)
+        except AgentWorldError as exc:
+            raise DataError(str(exc), field="model") from None
+        if not path.is_file():
+            raise DataError("no such GGUF file", path=str(path), field="model")
+        return "gguf"
     if not _looks_local(model):
         return "hub"
     if not (Path(model) / "config.json").is_file():

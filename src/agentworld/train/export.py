@@ -151,16 +151,29 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
     return out
 
 
-def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: str | None) -> Path:
-    """An f16 export, then llama.cpp's ``llama_model_quantize`` to ``quant`` (e.g. ``q4_k_m``)."""
+def check_quant(quant: str) -> int | None:
+    """None for a quantization written here (:data:`PYTHON_QUANTS`), else llama.cpp's file type for it.
+
+    Raises:
+        AgentWorldError: a name neither knows (the message lists the known ones).
+    """
+    if quant.lower() in PYTHON_QUANTS:
+        return None
     import llama_cpp
 
-    name = f"LLAMA_FTYPE_MOSTLY_{quant.upper()}"
-    ftype = getattr(llama_cpp, name, None)
+    ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{quant.upper()}", None)
     if ftype is None:
         known = sorted(n.removeprefix("LLAMA_FTYPE_MOSTLY_").lower() for n in dir(llama_cpp)
                        if n.startswith("LLAMA_FTYPE_MOSTLY_"))
         raise AgentWorldError(f"unknown quantization {quant!r}; known: {', '.join([*PYTHON_QUANTS, *known])}")
+    return int(ftype)
+
+
+def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: str | None) -> Path:
+    """An f16 export, then llama.cpp's ``llama_model_quantize`` to ``quant`` (e.g. ``q4_k_m``)."""
+    import llama_cpp
+
+    ftype = check_quant(quant)
     f16 = write_gguf(model, base, out.with_name(f".{out.name}.f16.gguf"), "f16", view)
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
@@ -183,6 +196,7 @@ def export(model_dir: str | Path, base: str | Path, out_dir: str | Path,
 
     from agentworld.models.packaged import hf_source
 
+    check_quant(quant)  # before any work
     out_dir = Path(out_dir)
     model = merged_model(model_dir)
     merged = out_dir / "merged"
