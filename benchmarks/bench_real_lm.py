@@ -70,8 +70,10 @@ def run_eval(out: Path, name: str, data: list[Path], model: str, recipe: SmallLM
     from agentworld.eval.runner import run_eval as run
 
     started = time.monotonic()
+    finished = (out / "runs" / name / "scores.json").is_file()
     report = run(eval_config(data, out / "runs" / name, model, recipe, **kw))
-    _times(out)[f"eval:{name}"] = time.monotonic() - started
+    if not finished:  # a resumed, finished run keeps the time it took
+        _times(out)[f"eval:{name}"] = time.monotonic() - started
     return report
 
 
