@@ -11,7 +11,8 @@ Steps (each skipped when its output exists, so a killed run continues where it s
 2. baselines: the trivial predictors (the strongest per domain) and retrieval over the shipped corpora
    (the held-out sessions are not in them; retrieval reads the official message list, not the view);
 3. zero-shot: the packaged GGUF through the in-process llama.cpp backend;
-4. SFT arms, the same steps, seed and rows per step (so the same token budget within a few percent):
+4. SFT arms, the same steps, seed and rows per step (so the same token budget within a few percent;
+   ``sft`` on every held-out turn, the ablations on a quarter of them, paired with ``sft`` by id):
    ``sft`` (the data pipeline's 7-category keep ratios), ``sft-nomask`` (every turn kept),
    ``sft-uniform`` (one keep ratio for every category, chosen so the kept turns hold as many tokens as
    the 7-category mask keeps); each exported to GGUF (q8_0) and evaluated through llama.cpp;
@@ -239,6 +240,11 @@ def table(out: Path) -> dict[str, Any]:
             tier = scores[name]["rule_tier"]
             rows[name] = {d: tier["domains"][d]["overall"] for d in domains}
             rows[name]["all"] = tier["overall"]["overall"]
+    small_ids = _ids(out / "heldout-small")
+    for name in ("zero-shot", "sft"):  # the full runs restricted to the quarter the others ran on
+        if name in runs and small_ids:
+            rows[f"{name} (same {len(small_ids)} turns)"] = _restricted(runs[name], small_ids, domains)
+    counts = {name: scores[name]["rule_tier"]["overall"]["n"] for name in scores}
     closed = {name: _closed(runs[name]) for name in runs}
     intervals: dict[str, Any] = {}
     pairs = [("zero-shot", "sft"), ("sft-nomask", "sft"), ("sft-uniform", "sft"), ("sft", "gspo"),
@@ -248,7 +254,28 @@ def table(out: Path) -> dict[str, Any]:
             result = compare(CompareConfig(run=[runs[base], runs[run]], metrics=["rule.overall"],
                                            bootstrap=2000, allow_different_data=True))
             intervals[f"{run} - {base}"] = {r.domain: [r.diff, r.ci_low, r.ci_high] for r in result.rows}
-    return {"rows": rows, "closed": closed, "intervals": intervals, "times": _times(out)}
+    return {"rows": rows, "closed": closed, "counts": counts, "intervals": intervals, "times": _times(out)}
+
+
+def _ids(folder: Path) -> set[str]:
+    if not folder.is_dir():
+        return set()
+    return {str(json.loads(line)["id"]) for path in folder.glob("*_test.jsonl")
+            for line in path.read_text().splitlines() if line.strip()}
+
+
+def _restricted(run: Path, ids: set[str], domains: list[str]) -> dict[str, float]:
+    """A run's mean rule overall per domain (and ``all``, every turn alike) over the samples ``ids``."""
+    from agentworld.io import read_journal
+
+    rules = [r for r in read_journal(run / "rules.jsonl") if str(r["id"]) in ids]
+    by: dict[str, list[float]] = {}
+    for r in rules:
+        by.setdefault(r["domain"], []).append(float(r["rule"]["overall"]))
+    out = {d: sum(v) / len(v) for d, v in by.items()}
+    values = [v for vs in by.values() for v in vs]
+    out["all"] = sum(values) / len(values) if values else 0.0
+    return {d: out.get(d, 0.0) for d in domains}
 
 
 def _closed(run: Path) -> float:
@@ -275,10 +302,12 @@ def show(result: dict[str, Any]) -> None:
     for d in domains:
         t.add_column(d, justify="right")
     t.add_column("closed tag", justify="right")
+    t.add_column("turns", justify="right")
     for name, values in rows.items():
         closed = result["closed"].get(name)
         t.add_row(name, *(f"{values[d]:.2f}" for d in domains),
-                  "" if closed is None or closed != closed else f"{closed:.0%}")
+                  "" if closed is None or closed != closed else f"{closed:.0%}",
+                  str(result.get("counts", {}).get(name, "")))
     console.print(t)
     for label, by_domain in result["intervals"].items():
         cells = ", ".join(f"{d} {v[0]:+.2f} [{v[1]:+.2f}, {v[2]:+.2f}]" for d, v in by_domain.items()
@@ -307,6 +336,9 @@ def main() -> int:
     wanted = set(args.only) if args.only else {"heldout", "baselines", *ARMS, *USES}
     recipe = SmallLMRecipe(steps=args.steps, learning_rate=args.lr)
     data = record_heldout(out, args.per_domain)
+    # the ablations, GSPO and the export's check run on a quarter of the held-out turns (the same ids as in
+    # the full runs, paired by id): each full evaluation takes about 14 minutes on two cores
+    small = heldout_subset(data, out / "heldout-small", max(1, args.per_domain // 4))
     if "baselines" in wanted:
         # retrieval is no language model: it reads the whole official message list (its own retrieval keys)
         run_eval(out, "retrieval", data, "retrieval", SmallLMRecipe(**{**recipe.__dict__, "view": OFFICIAL}))
@@ -317,22 +349,20 @@ def main() -> int:
     for name, ratios in arms.items():
         if name in wanted:
             gguf = sft_arm(out, name, SmallLMRecipe(**{**recipe.__dict__, "keep_ratios": ratios}))
-            run_eval(out, name, data, f"llamacpp:{gguf}", recipe)
+            run_eval(out, name, data if name == "sft" else small, f"llamacpp:{gguf}", recipe)
             _save_times(out)
     if "sft-uniform" in wanted:
         ratio = uniform_ratio(recipe)
         console.print(f"uniform keep ratio {ratio:.3f} (same expected tokens as the 7-category mask)")
         uniform = dict.fromkeys(_categories(), ratio)
         gguf = sft_arm(out, "sft-uniform", SmallLMRecipe(**{**recipe.__dict__, "keep_ratios": uniform}))
-        run_eval(out, "sft-uniform", data, f"llamacpp:{gguf}", recipe)
+        run_eval(out, "sft-uniform", small, f"llamacpp:{gguf}", recipe)
         _save_times(out)
     if "gspo" in wanted:
         gguf = gspo_arm(out, recipe, args.gspo_steps, args.gspo_prompts)
-        run_eval(out, "gspo", data, f"llamacpp:{gguf}", recipe)
+        run_eval(out, "gspo", small, f"llamacpp:{gguf}", recipe)
         _save_times(out)
     sft_gguf = out / "train" / "sft" / "export" / f"model-{recipe.quant}.gguf"
-    # the export's check runs on a quarter of the held-out turns (the same ids): float32 transformers is slow
-    small = heldout_subset(data, out / "heldout-small", max(1, args.per_domain // 4))
     if "sft-served" in wanted and sft_gguf.is_file():
         served_arm(out, sft_gguf, small, recipe)
         _save_times(out)

@@ -112,3 +112,21 @@ def test_train_export_cli_quantizes_with_llamacpp_and_carries_the_view(trained: 
     bad = CliRunner().invoke(app, ["train", "export", "--model", str(trained), "--base", "smollm2",
                                    "--out", str(tmp_path / "bad"), "--quant", "q3_nonsense"])
     assert bad.exit_code == 2 and "unknown quantization" in bad.output
+
+
+def test_llamacpp_answers_shared_prefixes_back_to_back_from_its_kv_cache() -> None:
+    backend = create_backend("llamacpp:smollm2", concurrency=8)
+
+    async def go() -> list[Any]:
+        try:
+            requests = [ChatRequest(messages=(Message(role="system", content=SYSTEM * 8),
+                                              Message(role="user", content=f"{ACTION} #{i}")),
+                                    max_tokens=2, temperature=0) for i in (3, 1, 2)]
+            return list(await asyncio.gather(*(backend.complete(r) for r in requests)))
+        finally:
+            await backend.aclose()
+
+    answers = asyncio.run(go())
+    reused = sorted(a.meta["prefix_tokens_reused"] for a in answers)
+    assert reused[0] == 0 and reused[1] > 40 and reused[2] > 40  # the long system prompt is prefilled once
+    assert all(a.meta["batch_size"] == 3 for a in answers)
