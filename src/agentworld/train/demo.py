@@ -98,6 +98,11 @@ def heldout_rows(config: TrainDemoConfig, sft: Any) -> list[dict[str, Any]]:
     path = corpus_path(DOMAIN)
     rows = [row for _, row in jsonl_rows(path.read_text(encoding="utf-8"), path=path)]
     kept = [row for row in rows if held_out(trajectory_id(str(row["id"])), sft)]
+    if not kept:
+        from agentworld.errors import AgentWorldError
+
+        raise AgentWorldError(f"eval_fraction {sft.eval_fraction} holds out no trajectory of the {DOMAIN} "
+                              "corpus: raise it")
     return spread(kept, config.predict_samples)
 
 
