@@ -52,14 +52,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "in-process backend to measure as well (llamacpp:FILE.gguf, transformers:DIR)")
     parser.add_argument("--model-api-key", default=os.environ.get("AGENTWORLD_MODEL_API_KEY"),
                         help="its key (default: $AGENTWORLD_MODEL_API_KEY)")
+    parser.add_argument("--max-tokens", type=int, default=1024,
+                        help="most tokens of each imagined observation (default: %(default)s)")
     return parser.parse_args(argv)
 
 
 async def run_arm(tasks: Sequence[Any], domain: str, arm: str, backend: Any, budget: int,
-                  samples: int) -> list[Outcome]:
+                  samples: int, max_tokens: int | None = None) -> list[Outcome]:
     outcomes = []
     for task in tasks:
-        outcomes.append(await run_task(task, arm, backend, domain=domain, budget=budget, samples=samples))
+        outcomes.append(await run_task(task, arm, backend, domain=domain, budget=budget, samples=samples,
+                                       max_tokens=max_tokens))
     if backend is not None and hasattr(backend, "aclose"):
         await backend.aclose()
     return outcomes
@@ -103,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             models.append((args.model, lambda: build_backend(args.model, args.model_base_url,
                                                              args.model_api_key)))
         for name, make in models:
-            outcomes = asyncio.run(run_arm(tasks, args.domain, name, make(), args.budget, args.samples))
+            outcomes = asyncio.run(run_arm(tasks, args.domain, name, make(), args.budget, args.samples,
+                                           args.max_tokens))
             per_task[name] = outcomes
             results.append((name, summarize(base), summarize(outcomes)))
             print(f"  {name}: done ({time.monotonic() - started:.0f} s)", flush=True)

@@ -187,7 +187,7 @@ def served_arm(out: Path, gguf: Path, data: list[Path], recipe: SmallLMRecipe) -
         server.wait(timeout=30)
 
 
-def uses(out: Path, gguf: Path, wanted: set[str]) -> None:
+def uses(out: Path, gguf: Path, wanted: set[str], use_timeout: float) -> None:
     """Step 8: the trained model (its GGUF carries its prompt view) as the world model of ``eval probes``,
     ``eval closed-loop`` (terminal tasks, scripted agent) and ``bench_plan.py``, each beside retrieval (the
     oracle mock's numbers: bench_plan runs it; the README's closed-loop and probes tables have them)."""
@@ -204,7 +204,7 @@ def uses(out: Path, gguf: Path, wanted: set[str]) -> None:
                                            "--model", model, "--arms", "bare", "--json",
                                            "--out", str(folder / f"closed-loop-{name}")]
     commands["plan"] = [sys.executable, "benchmarks/bench_plan.py", "--model", f"llamacpp:{gguf}",
-                        "--corruption", "1.0"]
+                        "--corruption", "1.0", "--max-tokens", "512"]
     for key, command in commands.items():
         if key.rsplit("-", 1)[0] not in wanted and key not in wanted:
             continue
@@ -212,10 +212,15 @@ def uses(out: Path, gguf: Path, wanted: set[str]) -> None:
         if log.is_file() and log.stat().st_size:
             continue
         started = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        log.write_text(done.stdout + ("\n" + done.stderr if done.returncode else ""))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=use_timeout)
+            text, code = done.stdout + ("\n" + done.stderr if done.returncode else ""), str(done.returncode)
+        except subprocess.TimeoutExpired as stopped:  # a use that does not finish is reported, not waited for
+            partial = stopped.stdout.decode(errors="replace") if isinstance(stopped.stdout, bytes) else ""
+            text, code = f"{partial}\nstopped after {use_timeout:.0f} s (--use-timeout)\n", "timeout"
+        log.write_text(text)
         _times(out)[f"use:{key}"] = time.monotonic() - started
-        console.print(f"{key}: exit {done.returncode}, {log}")
+        console.print(f"{key}: exit {code}, {log}")
         _save_times(out)
 
 
@@ -229,7 +234,8 @@ def table(out: Path) -> dict[str, Any]:
     scores = {name: json.loads((path / "scores.json").read_text()) for name, path in runs.items()}
     if not scores:
         return {}
-    first = next(iter(scores.values()))
+    # the trivial predictors' scores come with every run; the run over the most turns holds them for all
+    first = max(scores.values(), key=lambda s: s["rule_tier"]["overall"]["n"])
     domains = list(first["rule_tier"]["domains"])
     rows: dict[str, dict[str, float]] = {}
     line = first["rule_tier"]["domains"]
@@ -248,7 +254,7 @@ def table(out: Path) -> dict[str, Any]:
     closed = {name: _closed(runs[name]) for name in runs}
     intervals: dict[str, Any] = {}
     pairs = [("zero-shot", "sft"), ("sft-nomask", "sft"), ("sft-uniform", "sft"), ("sft", "gspo"),
-             ("sft-transformers", "sft-served"), ("sft", "sft-served"), ("retrieval", "sft")]
+             ("sft-transformers", "sft-served"), ("sft-transformers", "sft"), ("sft", "sft-served"), ("retrieval", "sft")]
     for base, run in pairs:
         if base in runs and run in runs and is_run_folder(runs[base]):
             result = compare(CompareConfig(run=[runs[base], runs[run]], metrics=["rule.overall"],
@@ -275,7 +281,7 @@ def _restricted(run: Path, ids: set[str], domains: list[str]) -> dict[str, float
     out = {d: sum(v) / len(v) for d, v in by.items()}
     values = [v for vs in by.values() for v in vs]
     out["all"] = sum(values) / len(values) if values else 0.0
-    return {d: out.get(d, 0.0) for d in domains}
+    return {d: out.get(d, 0.0) for d in [*domains, "all"]}
 
 
 def _closed(run: Path) -> float:
@@ -326,6 +332,7 @@ def main() -> int:
     parser.add_argument("--gspo-prompts", type=int, default=16)
     parser.add_argument("--only", nargs="*", default=None, help="run only these steps (heldout, baselines, "
                         + ", ".join((*ARMS, *USES)) + ")")
+    parser.add_argument("--use-timeout", type=float, default=2400.0, help="seconds each use may run")
     parser.add_argument("--table", action="store_true", help="only print the table of what is done")
     args = parser.parse_args()
     out: Path = args.out
@@ -370,7 +377,7 @@ def main() -> int:
         run_eval(out, "sft-transformers", small, f"transformers:{out / 'train' / 'sft' / 'final'}", recipe)
         _save_times(out)
     if wanted & set(USES) and sft_gguf.is_file():
-        uses(out, sft_gguf, wanted)
+        uses(out, sft_gguf, wanted, args.use_timeout)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = table(out)
     result["peak_rss_mb"] = peak

@@ -121,11 +121,12 @@ class Outcome:
 
 
 async def run_task(task: Any, arm: str, model: ChatBackend | None, *, domain: str = DEFAULT_DOMAIN,
-                   budget: int = 1, samples: int = 1) -> Outcome:
+                   budget: int = 1, samples: int = 1, max_tokens: int | None = None) -> Outcome:
     """Run ``task`` for real: the agent's candidates in its order (``model`` None) or the planner's.
 
     The scripted agent proposes the futile candidate first; it takes candidates in order until the
-    task is solved or ``budget`` real steps are spent.
+    task is solved or ``budget`` real steps are spent. ``max_tokens`` bounds each imagined observation
+    (a small model that loops would otherwise generate to the end of its context).
     """
     suite = plan_suite(domain)
     opened: list[Any] = []
@@ -139,7 +140,7 @@ async def run_task(task: Any, arm: str, model: ChatBackend | None, *, domain: st
     actions = [c.action() for c in task.candidates]
     order = list(range(len(actions)))
     try:
-        await sim.areset(WorldSpec(domain=domain), seed=SEED)
+        await sim.areset(WorldSpec(domain=domain, max_tokens=max_tokens), seed=SEED)
         if model is not None:
             planner = Planner(RuleScorer(task_rule(task)), agent=ScriptedAgent(tuple(actions)),
                               k=len(actions), samples=samples)
