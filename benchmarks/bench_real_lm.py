@@ -254,7 +254,8 @@ def table(out: Path) -> dict[str, Any]:
     closed = {name: _closed(runs[name]) for name in runs}
     intervals: dict[str, Any] = {}
     pairs = [("zero-shot", "sft"), ("sft-nomask", "sft"), ("sft-uniform", "sft"), ("sft", "gspo"),
-             ("sft-transformers", "sft-served"), ("sft-transformers", "sft"), ("sft", "sft-served"), ("retrieval", "sft")]
+             ("sft-transformers", "sft-served"), ("sft-transformers", "sft"), ("sft", "sft-served"),
+             ("retrieval", "sft")]
     for base, run in pairs:
         if base in runs and run in runs and is_run_folder(runs[base]):
             result = compare(CompareConfig(run=[runs[base], runs[run]], metrics=["rule.overall"],
