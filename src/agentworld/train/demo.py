@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentworld.domains import DEFAULT_DOMAIN
+from agentworld.errors import AgentWorldError
 from agentworld.io import atomic_write_jsonl, atomic_write_text, read_journal
 
 DOMAIN = DEFAULT_DOMAIN
@@ -99,8 +100,6 @@ def heldout_rows(config: TrainDemoConfig, sft: Any) -> list[dict[str, Any]]:
     rows = [row for _, row in jsonl_rows(path.read_text(encoding="utf-8"), path=path)]
     kept = [row for row in rows if held_out(trajectory_id(str(row["id"])), sft)]
     if not kept:
-        from agentworld.errors import AgentWorldError
-
         raise AgentWorldError(f"eval_fraction {sft.eval_fraction} holds out no trajectory of the {DOMAIN} "
                               "corpus: raise it")
     return spread(kept, config.predict_samples)
