@@ -86,7 +86,8 @@ _BUILTIN = {"openai": "agentworld.models.openai_compat", "retrieval": "agentworl
             "llamacpp": "agentworld.models.llamacpp_backend",
             "scripted": "agentworld.models.scripted",
             "transformers": "agentworld.models.transformers_backend",
-            "vllm": "agentworld.models.vllm_backend"}
+            "vllm": "agentworld.models.vllm_backend",
+            "synth-template": "agentworld.synth.template", "world-state": "agentworld.synth.state_model"}
 """Built-in backends, imported only when asked for: the ``openai`` SDK alone takes over a second."""
 
 PATH_BACKENDS: tuple[str, ...] = ("transformers", "vllm", "llamacpp")

@@ -35,18 +35,20 @@ def _envs(config: SynthEnvsConfig) -> None:
     config.out.mkdir(parents=True, exist_ok=True)
     plain = config.progress and not sys.stderr.isatty()
     counts = dict.fromkeys(STAGES, 0)
+    total = len(seeds) * config.per_seed
 
     def advance_plain(stage: str) -> None:
         counts[stage] += 1
-        if counts[stage] == len(seeds):
-            typer.echo(f"stage {stage}: {len(seeds)}/{len(seeds)} environments", err=True)
+        if counts[stage] == total:
+            typer.echo(f"stage {stage}: {total}/{total} environments", err=True)
 
-    with StageProgress(config.progress, len(seeds), STAGES) as advance:
+    with StageProgress(config.progress, total, STAGES) as advance:
         step = advance_plain if plain else advance
         factory = Factory(backend, config.out, model=config.generator_model, concurrency=config.concurrency,
-                          max_tokens=config.max_tokens, advance=step, controls=config.controls)
+                          max_tokens=config.max_tokens, advance=step, controls=config.controls,
+                          per_seed=config.per_seed)
         generation = asyncio.run(factory.run(seeds))
-    folders = [config.out / env_name(i) for i in range(len(seeds))]
+    folders = [config.out / env_name(i) for i in range(len(seeds) * config.per_seed)]
     worlds = [folder for folder in folders if (folder / "world.json").is_file()]
     fields = set(SynthCheckConfig.model_fields) & set(SynthEnvsConfig.model_fields) - {"out"}
     # every check over every world, near-duplicates included; world-model answers journaled

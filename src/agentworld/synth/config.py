@@ -42,6 +42,10 @@ class SynthEnvsConfig(ModelEndpoint, CheckThresholds):
         "shows in ps; never written to disk).",
         json_schema_extra={"runtime": True, "envvar": list(GENERATOR_KEY_ENV)},
     )
+    per_seed: int = Field(
+        1, ge=1, le=10_000, description="Environments per seed: each prompt then names its variant, and the "
+        "offline generator draws new entities, tools and multi-step tasks for each (a served generator is "
+        "asked for a different world per variant).")
     concurrency: int = Field(8, ge=1, le=4096, description="Most generator requests in flight at once.")
     limit: int | None = Field(None, ge=1, description="Use at most this many seeds (environments).")
     max_tokens: int = Field(4096, ge=16, le=1_000_000, description="Most tokens per generator answer.")

@@ -7,6 +7,11 @@ fail now and then (``intermittent``: 5xx and timeouts), return lists a page at a
 (``agentworld train rollout --world DIR --sweep-controls``) injects exactly these, reproducibly.
 Data perturbations apply to the world's read tools only: paging or cutting the reply of a call that
 changes state would hide whether it happened, which is a different lesson.
+
+The rates are high on purpose: a curriculum teaches only in the episodes where it fires. A task of
+3–4 calls with one list read and one repeated read meets a fault in ≥ 80% of its episodes at these
+rates (measured on 1,000 offline worlds: README, "Train an agent in simulation"); at the old 0.2
+intermittent and 0.5 stale rates half the episodes of such a task ran clean.
 """
 
 from __future__ import annotations
@@ -29,12 +34,12 @@ class CurriculumRates(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    intermittent: float = Field(0.2, ge=0, le=1, description="Chance a call fails (half 503, half timeout).")
+    intermittent: float = Field(0.5, ge=0, le=1, description="Chance a call fails (half 503, half timeout).")
     pagination_page_size: int = Field(2, ge=1, le=1000, description="Items per page of a paged read.")
-    partial: float = Field(0.5, ge=0, le=1, description="Chance a read returns part of its data.")
+    partial: float = Field(0.6, ge=0, le=1, description="Chance a read returns part of its data.")
     partial_keep_fraction: float = Field(0.5, ge=0, le=1,
                                          description="Fraction of the items a partial read keeps.")
-    stale: float = Field(0.5, ge=0, le=1, description="Chance a repeated read returns the earlier result.")
+    stale: float = Field(0.9, ge=0, le=1, description="Chance a repeated read returns the earlier result.")
 
 
 def standard_controls(world: World, rates: CurriculumRates | None = None) -> dict[str, ControlSpec]:

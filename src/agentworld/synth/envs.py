@@ -94,17 +94,20 @@ class Factory:
         max_tokens: int | None = 4096,
         advance: Any = None,
         controls: bool = True,
+        per_seed: int = 1,
     ) -> None:
         self.backend, self.out, self.model, self.max_tokens = backend, out, model, max_tokens
-        self.controls = controls
+        self.controls, self.per_seed = controls, per_seed
         self.semaphore = asyncio.Semaphore(concurrency)
         self.cache = ResponseCache(out / "generator_cache.jsonl")
         self.advance = advance or (lambda stage: None)
 
     async def run(self, seeds: list[Seed]) -> Generation:
-        """Generate one environment per seed; the checks that decide what is kept come after."""
+        """Generate ``per_seed`` environments per seed; the checks that decide what is kept come after."""
+        k = self.per_seed
         try:
-            outcomes = await asyncio.gather(*(self.environment(env_name(i), s) for i, s in enumerate(seeds)))
+            outcomes = await asyncio.gather(*(self.environment(env_name(i * k + v), s, v if k > 1 else None)
+                                              for i, s in enumerate(seeds) for v in range(k)))
         finally:
             self.cache.close()
         stages, reasons = _tally(r for o in outcomes for r in o.rejections)
@@ -117,11 +120,12 @@ class Factory:
             requests_cached=self.cache.hits,
         )
 
-    async def environment(self, name: str, seed: Seed) -> EnvOutcome:
+    async def environment(self, name: str, seed: Seed, variant: int | None = None) -> EnvOutcome:
+        """One environment of ``seed``; ``variant``: which of its ``--per-seed`` variants (in prompts)."""
         root = self.out / name
         status = root / "status.json"
         done = json.loads(status.read_text("utf-8")) if status.exists() else None
-        if done is not None and done.get("seed") == seed.id:
+        if done is not None and (done.get("seed"), done.get("variant")) == (seed.id, variant):
             for stage in STAGES:
                 self.advance(stage)
             generated = bool(done.get("generated", done.get("kept")))
@@ -131,6 +135,8 @@ class Factory:
         digest = seed.model_dump(exclude={"tools"})
         for number, stage in enumerate(STAGES, 1):
             inputs = self._inputs(stage, digest, outputs)
+            if variant is not None:
+                inputs["variant"] = variant
             result = (
                 ToolsOut.model_validate({"tools": seed.tools})
                 if stage == "tools" and seed.tools
@@ -144,18 +150,18 @@ class Factory:
                 _write_json(root / "stages" / "rejected.json", rejection)
                 for later in STAGES[number:]:
                     self.advance(later)
-                return self._finish(root, name, seed.id, False, [rejection])
+                return self._finish(root, name, seed.id, False, [rejection], variant)
             outputs[stage] = result
         world = self._world(name, seed, outputs)
         if self.controls:
             world = world.model_copy(update={"controls": standard_controls(world)})
         save_world(world, root)
-        return self._finish(root, name, seed.id, True, [])
+        return self._finish(root, name, seed.id, True, [], variant)
 
-    def _finish(
-        self, root: Path, name: str, seed: str, generated: bool, rejections: list[dict[str, Any]]
-    ) -> EnvOutcome:
-        _write_json(root / "status.json", {"seed": seed, "generated": generated, "kept": False,
+    def _finish(self, root: Path, name: str, seed: str, generated: bool, rejections: list[dict[str, Any]],
+                variant: int | None = None) -> EnvOutcome:
+        extra = {} if variant is None else {"variant": variant}
+        _write_json(root / "status.json", {"seed": seed, **extra, "generated": generated, "kept": False,
                                            "rejections": rejections})
         return EnvOutcome(name, generated, rejections)
 

@@ -90,7 +90,10 @@ class StageRejection(NamedTuple):
 def prompt(stage: str, inputs: dict[str, Any]) -> str:
     """The user message of a stage: its instruction, then its inputs as canonical JSON."""
     body = json.dumps(inputs, ensure_ascii=False, sort_keys=True, indent=1)
-    return f"Stage: {stage}\n{INSTRUCTIONS[stage]}\n\n<inputs>\n{body}\n</inputs>"
+    variant = ("" if "variant" not in inputs else f"\nThis is variant {inputs['variant']} of this seed: "
+               "make it differ from the others (other entities and values, another mix of tools, other "
+               "tasks).")
+    return f"Stage: {stage}\n{INSTRUCTIONS[stage]}{variant}\n\n<inputs>\n{body}\n</inputs>"
 
 
 def read_inputs(text: str) -> tuple[str, dict[str, Any]]:

@@ -1,9 +1,12 @@
 """``synth-template``: an offline generator that answers every stage from the seed alone, without a model.
 
-It makes the pipeline runnable anywhere (the README's example, tests, benchmarks): tools are the
-seed's tool calls with schemas inferred from their arguments, the initial state is the entities
-the seed's read-only results showed, and the tasks replay the seed's state-changing calls, checked
-on the trace. A real generator model invents far more; this one only shows the shape.
+It makes the pipeline runnable anywhere (the README's example, tests, benchmarks). With one
+environment per seed, tools are the seed's tool calls with schemas inferred from their arguments,
+the initial state is the entities the seed's read-only results showed, and the tasks replay the
+seed's state-changing calls, checked on the trace. With ``--per-seed K`` each prompt carries a
+``variant`` and the answers come from :mod:`agentworld.synth.variants`: new entities, a tool set of
+the variant's own and multi-step tasks checked on the final state. A real generator model invents
+far more; this one shows the shape and gives offline runs worlds worth acting in.
 """
 
 from __future__ import annotations
@@ -134,9 +137,27 @@ ANSWERS = {
 }
 
 
+def _variant_answer(stage: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    from agentworld.synth.variants import blueprint
+
+    plan = blueprint(inputs["seed"], int(inputs["variant"]))
+    if stage == "scenario":
+        return dict(plan["scenario"])
+    if stage == "tools":
+        return {"tools": plan["tools"]}
+    if stage == "initial_state":
+        return {"entities": plan["entities"]}
+    if stage == "tasks":
+        return {"tasks": [{"id": t["id"], "instruction": t["instruction"], "success": {"state": t["state"]},
+                           "reference_answer": None} for t in plan["tasks"]]}
+    return {"plans": {t["id"]: t["plan"] for t in plan["tasks"]}}
+
+
 def answer(request: ChatRequest) -> str:
     """The template's answer to a stage prompt (JSON text)."""
     stage, inputs = read_inputs(request.messages[-1].content)
+    if "variant" in inputs:
+        return json.dumps(_variant_answer(stage, inputs), ensure_ascii=False)
     return json.dumps(ANSWERS[stage](inputs), ensure_ascii=False)
 
 
