@@ -1,0 +1,257 @@
+"""Train an agent in simulation, evaluate it in reality: SmolLM2-135M-Instruct as a tool-using agent.
+
+    python benchmarks/bench_sim_rl.py --out bench-sim-rl            # every arm (resumes: one file a stage)
+    python benchmarks/bench_sim_rl.py --out bench-sim-rl --table    # the table of what is done
+
+Arms, the same agent, seeds and budget (K sampled episodes per training task, one rejection-sampling
+round, the same number of update steps):
+
+- ``untrained``: the packaged model, exported the same way as the others (q8_0);
+- ``real``: episodes on the real MCP servers (``domains/mcp/task_suite``'s train templates), kept when
+  the check on the server's real state passes;
+- ``sim``: the same tasks, every call answered by the simulator (``retrieval`` over the shipped MCP corpus
+  + the state ledger; no real server is touched), kept when the task's trace check passes;
+- ``synth``: as many episodes in worlds made offline by ``synth envs --per-seed`` from the tau-bench seeds,
+  answered by the ``world-state`` model, kept when the world's state check passes.
+
+Every arm is then scored on the **test** templates (never trained on, by any arm) on the real servers,
+greedy. The table: success rate per arm, paired bootstrap intervals against ``untrained`` and ``real``,
+the real tool calls and sandbox seconds each arm spent in training, and for the simulator arm how many
+of its failed test episodes the simulator would have answered differently (closed-loop divergence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import difflib
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentworld.domains.mcp.task_env import RealTaskEnv as RealEnv
+from agentworld.domains.mcp.task_env import SimTaskEnv as SimEnv
+from agentworld.domains.mcp.task_suite import start, test_tasks, train_tasks
+from agentworld.eval.compare_stats import paired_bootstrap
+from agentworld.io import atomic_write_text
+from agentworld.models.base import create_backend
+from agentworld.synth.task_env import WorldTaskEnv
+from agentworld.train.agent_rft import Episode, UpdateSettings, run_episode, sft_examples, supervised_update
+
+ARMS = ("untrained", "real", "sim", "synth")
+TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
+
+
+# -- stages ------------------------------------------------------------------------------------------
+
+def server_tools(out: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each server's tools/list (one start per server, no tool call), cached in OUT/tools.json."""
+    path = out / "tools.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    tools = {}
+    for task in {t.server: t for t in (*train_tasks(), *test_tasks())}.values():
+        env = start(task)
+        tools[task.server] = env.tools
+        env.close()
+    atomic_write_text(path, json.dumps(tools))
+    return tools
+
+
+def synth_worlds(out: Path, count: int) -> list[tuple[Any, Any]]:
+    """``count`` (world, task) pairs from ``synth envs --per-seed`` on the tau-bench seeds (kept worlds)."""
+    from agentworld.synth.world import load_world
+
+    folder = out / "synth"
+    if not (folder / "summary.json").exists():
+        subprocess.run([sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU),
+                        "--per-seed", "25", "--out", str(folder), "--generator-model", "synth-template",
+                        "--model", "world-state", "--no-progress"], check=True)
+    pairs = []
+    for world_dir in sorted(folder.glob("env_*")):
+        if json.loads((world_dir / "status.json").read_text()).get("kept"):
+            world = load_world(world_dir)
+            pairs += [(world, task) for task in world.tasks]
+    return random.Random(0).sample(pairs, min(count, len(pairs)))
+
+
+def episode_row(episode: Episode, arm: str, real_calls: int = 0) -> dict[str, Any]:
+    return {"arm": arm, "task": episode.task, "passed": episode.passed, "reasons": episode.reasons[:3],
+            "calls": episode.calls, "observations": [o[:400] for o in episode.observations],
+            "messages": [{"role": m.role, "content": m.content} for m in episode.messages],
+            "env_s": round(episode.env_s, 3), "real_calls": real_calls}
+
+
+async def sample(arm: str, agent: Any, args: argparse.Namespace, tools: dict[str, list[dict[str, Any]]],
+                 out: Path) -> list[dict[str, Any]]:
+    """K episodes per training task in the arm's environment (sampled at temperature ``--temperature``)."""
+    rows = []
+    train = train_tasks()
+    wm = create_backend("retrieval") if arm == "sim" else None
+    state_model = create_backend("world-state") if arm == "synth" else None
+    synth = synth_worlds(out, len(train)) if arm == "synth" else []
+    for k in range(args.k):
+        for i, task in enumerate(train):
+            env: Any
+            if arm == "real":
+                env = RealEnv(task, tools[task.server])
+            elif arm == "sim":
+                env = SimEnv(task, tools[task.server], wm, seed=k)
+            else:
+                world, wtask = synth[i % len(synth)]
+                env = WorldTaskEnv(world, wtask, state_model, seed=k)
+            name = task.id if arm != "synth" else f"{env.world.name}/{env.task.id}"
+            episode = await run_episode(agent, env, task=name, max_steps=args.max_steps,
+                                        temperature=args.temperature, seed=k * 100 + i,
+                                        max_tokens=args.max_tokens)
+            rows.append(episode_row(episode, arm, getattr(env, "real_calls", 0)))
+    return rows
+
+
+async def evaluate(agent: Any, arm: str, args: argparse.Namespace,
+                   tools: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows = []
+    for task in test_tasks():
+        env = RealEnv(task, tools[task.server])
+        episode = await run_episode(agent, env, task=task.id, max_steps=args.max_steps, temperature=0.0,
+                                    seed=0, max_tokens=args.max_tokens)
+        rows.append(episode_row(episode, arm, env.real_calls))
+    return rows
+
+
+def _messages(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    from agentworld.schema import Message
+
+    episodes = [Episode(task=r["task"], messages=[Message(**m) for m in r["messages"]], calls=r["calls"],
+                        passed=r["passed"]) for r in rows]
+    return sft_examples(episodes)
+
+
+def save(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False) + "\n")
+
+
+Tools = dict[str, list[dict[str, Any]]]
+
+
+async def run_arm(arm: str, args: argparse.Namespace, out: Path, tools: Tools) -> None:
+    folder = out / arm
+    base_gguf = out / "untrained" / "agent.gguf"
+    if not base_gguf.exists():
+        supervised_update("smollm2", [], base_gguf, UpdateSettings())
+    gguf = folder / "agent.gguf"
+    if arm != "untrained" and not (folder / "update.json").exists():
+        if not (folder / "samples.json").exists():
+            agent = create_backend("llamacpp", path=str(base_gguf), seed=args.seed)
+            started = time.perf_counter()
+            rows = await sample(arm, agent, args, tools, out)
+            await agent.aclose()
+            save(folder / "samples.json", {"seconds": round(time.perf_counter() - started, 1), "rows": rows})
+        samples = json.loads((folder / "samples.json").read_text())
+        examples = _messages(samples["rows"])
+        _, stats = supervised_update("smollm2", examples, gguf,
+                                     UpdateSettings(steps=args.steps, seed=args.seed))
+        save(folder / "update.json", stats)
+    if not (folder / "eval.json").exists():
+        chosen = gguf if arm != "untrained" else base_gguf
+        agent = create_backend("llamacpp", path=str(chosen), seed=args.seed)
+        started = time.perf_counter()
+        rows = await evaluate(agent, arm, args, tools)
+        await agent.aclose()
+        save(folder / "eval.json", {"seconds": round(time.perf_counter() - started, 1), "rows": rows})
+
+
+async def divergence(out: Path, tools: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Replay each failed real test episode of the sim arm in the simulator: where it answers otherwise."""
+    path = out / "sim" / "divergence.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    rows = json.loads((out / "sim" / "eval.json").read_text())["rows"]
+    by_id = {t.id: t for t in test_tasks()}
+    wm = create_backend("retrieval")
+    failed = [r for r in rows if not r["passed"] and r["calls"]]
+    diverged = 0
+    examples = []
+    for row in failed:
+        env = SimEnv(by_id[row["task"]], tools[by_id[row["task"]].server], wm, seed=0)
+        for call, real in zip(row["calls"], row["observations"], strict=False):
+            simulated = await env.call(call["tool"], call["arguments"])
+            errors = (simulated.lower().startswith("error"), real.lower().startswith("error"))
+            close = difflib.SequenceMatcher(None, simulated[:400], real[:400]).ratio()
+            if errors[0] != errors[1] or close < 0.5:
+                diverged += 1
+                examples.append({"task": row["task"], "call": call, "real": real[:160],
+                                 "sim": simulated[:160]})
+                break
+    result = {"failed_with_calls": len(failed), "diverged": diverged, "examples": examples[:5]}
+    save(path, result)
+    return result
+
+
+def table(out: Path) -> None:
+    evals = {arm: json.loads((out / arm / "eval.json").read_text())["rows"] for arm in ARMS
+             if (out / arm / "eval.json").exists()}
+    print(f"{'arm':<10} {'test success':>14} {'kept/sampled':>13} {'real calls':>10} {'sandbox s':>9} "
+          f"{'update steps':>12}")
+    for arm, rows in evals.items():
+        passed = sum(r["passed"] for r in rows)
+        samples_path = out / arm / "samples.json"
+        samples = json.loads(samples_path.read_text())["rows"] if samples_path.exists() else []
+        kept = sum(r["passed"] for r in samples)
+        real_calls = sum(r["real_calls"] for r in samples)
+        sandbox = sum(r["env_s"] for r in samples) if arm == "real" else 0.0
+        update_path = out / arm / "update.json"
+        steps = json.loads(update_path.read_text())["steps"] if update_path.exists() else 0
+        print(f"{arm:<10} {passed:>6}/{len(rows):<3} {passed / len(rows):5.1%} {kept:>5}/{len(samples):<7} "
+              f"{real_calls:>10} {sandbox:>9.1f} {steps:>12}")
+    for ref in ("untrained", "real"):
+        for arm, rows in evals.items():
+            if arm == ref or ref not in evals:
+                continue
+            base = {r["task"]: r["passed"] for r in evals[ref]}
+            diffs = [float(r["passed"]) - float(base[r["task"]]) for r in rows if r["task"] in base]
+            interval = paired_bootstrap(diffs)
+            shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "n/a"
+            print(f"{arm} − {ref}: {sum(diffs) / len(diffs):+.3f} {shown} (n={len(diffs)})")
+    div = out / "sim" / "divergence.json"
+    if div.exists():
+        d = json.loads(div.read_text())
+        print(f"sim arm: {d['diverged']} of {d['failed_with_calls']} failed test episodes with calls had a "
+              "step "
+              "the simulator answers differently (error vs not, or text similarity < 0.5)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", choices=ARMS, action="append")
+    parser.add_argument("--k", type=int, default=2, help="episodes sampled per training task")
+    parser.add_argument("--steps", type=int, default=32, help="update steps per arm")
+    parser.add_argument("--max-steps", type=int, default=4, help="agent turns per episode")
+    parser.add_argument("--max-tokens", type=int, default=80, help="tokens per agent turn")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature in training")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--table", action="store_true", help="print the table of what is done and stop")
+    args = parser.parse_args()
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.table:
+        tools = server_tools(args.out)
+        for arm in args.only or ARMS:
+            started = time.perf_counter()
+            asyncio.run(run_arm(arm, args, args.out, tools))
+            print(f"{arm}: done in {time.perf_counter() - started:.0f} s", flush=True)
+        if (args.out / "sim" / "eval.json").exists():
+            asyncio.run(divergence(args.out, tools))
+    table(args.out)
+
+
+if __name__ == "__main__":
+    main()
