@@ -41,7 +41,15 @@ from agentworld.eval.compare_stats import paired_bootstrap
 from agentworld.io import atomic_write_text
 from agentworld.models.base import create_backend
 from agentworld.synth.task_env import WorldTaskEnv
-from agentworld.train.agent_rft import Episode, UpdateSettings, run_episode, sft_examples, supervised_update
+from agentworld.train.agent_rft import (
+    DONE,
+    Episode,
+    UpdateSettings,
+    relevant_tools,
+    run_episode,
+    sft_examples,
+    supervised_update,
+)
 
 ARMS = ("untrained", "real", "sim", "synth")
 TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
@@ -63,8 +71,9 @@ def server_tools(out: Path) -> dict[str, list[dict[str, Any]]]:
     return tools
 
 
-def synth_worlds(out: Path, count: int) -> list[tuple[Any, Any]]:
-    """``count`` (world, task) pairs from ``synth envs --per-seed`` on the tau-bench seeds (kept worlds)."""
+def synth_worlds(out: Path) -> list[tuple[Any, Any]]:
+    """Every (world, task) pair of ``synth envs --per-seed 25`` on the tau-bench seeds (kept worlds), in a
+    fixed shuffled order: the synth arm acts in the first ones, the warm start learns from later ones."""
     from agentworld.synth.world import load_world
 
     folder = out / "synth"
@@ -77,7 +86,42 @@ def synth_worlds(out: Path, count: int) -> list[tuple[Any, Any]]:
         if json.loads((world_dir / "status.json").read_text()).get("kept"):
             world = load_world(world_dir)
             pairs += [(world, task) for task in world.tasks]
-    return random.Random(0).sample(pairs, min(count, len(pairs)))
+    random.Random(0).shuffle(pairs)
+    return pairs
+
+
+def warm_start(out: Path, args: argparse.Namespace) -> Path:
+    """The shared starting point of every arm: behaviour cloning on synthesized worlds' reference plans.
+
+    Why: from the packaged model no arm keeps anything (cold start: 0 of 256 real episodes passed, see
+    README), so rejection sampling has nothing to learn from. The demonstrations come from worlds no
+    arm acts in (other (world, task) pairs than the synth arm's), replayed through the simulator with
+    ``world-state`` observations, so no real server and no test template is involved.
+    """
+    folder = out / "warm"
+    gguf = folder / "agent.gguf"
+    if (folder / "update.json").exists():
+        return gguf
+    from agentworld.models.scripted import ScriptedBackend
+
+    pairs = synth_worlds(out)[64:64 + args.warm_demos]
+    state_model = create_backend("world-state")
+    demos = []
+    for world, task in pairs:
+        plan = [json.dumps({"name": s.tool, "arguments": s.arguments}) for s in task.reference_plan]
+        replay = ScriptedBackend(plan, default=DONE)
+        env = WorldTaskEnv(world, task, state_model, seed=0)
+        shown = {t["name"] for t in relevant_tools(env.tools, env.instruction, args.tool_choices)}
+        if not {s.tool for s in task.reference_plan} <= shown:
+            continue
+        episode = asyncio.run(run_episode(replay, env, task=task.id, max_steps=len(plan) + 1,
+                                          tool_choices=args.tool_choices))
+        demos.append(episode)
+    examples = sft_examples(demos)
+    settings = UpdateSettings(steps=args.warm_steps, seed=args.seed)
+    _, stats = supervised_update("smollm2", examples, gguf, settings, keep_weights=True)
+    save(folder / "update.json", {**stats, "demos": len(demos), "pairs": len(pairs)})
+    return gguf
 
 
 def episode_row(episode: Episode, arm: str, real_calls: int = 0) -> dict[str, Any]:
@@ -94,7 +138,7 @@ async def sample(arm: str, agent: Any, args: argparse.Namespace, tools: dict[str
     train = train_tasks()
     wm = create_backend("retrieval") if arm == "sim" else None
     state_model = create_backend("world-state") if arm == "synth" else None
-    synth = synth_worlds(out, len(train)) if arm == "synth" else []
+    synth = synth_worlds(out)[:len(train)] if arm == "synth" else []
     for k in range(args.k):
         for i, task in enumerate(train):
             env: Any
@@ -108,18 +152,20 @@ async def sample(arm: str, agent: Any, args: argparse.Namespace, tools: dict[str
             name = task.id if arm != "synth" else f"{env.world.name}/{env.task.id}"
             episode = await run_episode(agent, env, task=name, max_steps=args.max_steps,
                                         temperature=args.temperature, seed=k * 100 + i,
-                                        max_tokens=args.max_tokens)
+                                        max_tokens=args.max_tokens, constrained=True,
+                                        tool_choices=args.tool_choices)
             rows.append(episode_row(episode, arm, getattr(env, "real_calls", 0)))
     return rows
 
 
-async def evaluate(agent: Any, arm: str, args: argparse.Namespace,
-                   tools: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+async def evaluate(agent: Any, arm: str, args: argparse.Namespace, tools: dict[str, list[dict[str, Any]]],
+                   tasks: Any) -> list[dict[str, Any]]:
     rows = []
-    for task in test_tasks():
+    for task in tasks:
         env = RealEnv(task, tools[task.server])
         episode = await run_episode(agent, env, task=task.id, max_steps=args.max_steps, temperature=0.0,
-                                    seed=0, max_tokens=args.max_tokens)
+                                    seed=0, max_tokens=args.max_tokens, constrained=True,
+                                    tool_choices=args.tool_choices)
         rows.append(episode_row(episode, arm, env.real_calls))
     return rows
 
@@ -141,30 +187,30 @@ Tools = dict[str, list[dict[str, Any]]]
 
 
 async def run_arm(arm: str, args: argparse.Namespace, out: Path, tools: Tools) -> None:
+    """Sample K episodes a training task from the shared start, keep the passed ones, update, evaluate."""
     folder = out / arm
-    base_gguf = out / "untrained" / "agent.gguf"
-    if not base_gguf.exists():
-        supervised_update("smollm2", [], base_gguf, UpdateSettings())
-    gguf = folder / "agent.gguf"
+    start_gguf = out / "warm" / "agent.gguf"
+    gguf = folder / "agent.gguf" if arm != "untrained" else start_gguf
     if arm != "untrained" and not (folder / "update.json").exists():
         if not (folder / "samples.json").exists():
-            agent = create_backend("llamacpp", path=str(base_gguf), seed=args.seed)
+            agent = create_backend("llamacpp", path=str(start_gguf), seed=args.seed)
             started = time.perf_counter()
             rows = await sample(arm, agent, args, tools, out)
             await agent.aclose()
             save(folder / "samples.json", {"seconds": round(time.perf_counter() - started, 1), "rows": rows})
         samples = json.loads((folder / "samples.json").read_text())
         examples = _messages(samples["rows"])
-        _, stats = supervised_update("smollm2", examples, gguf,
+        _, stats = supervised_update(start_gguf.with_suffix(""), examples, gguf,
                                      UpdateSettings(steps=args.steps, seed=args.seed))
         save(folder / "update.json", stats)
-    if not (folder / "eval.json").exists():
-        chosen = gguf if arm != "untrained" else base_gguf
-        agent = create_backend("llamacpp", path=str(chosen), seed=args.seed)
+    for name, tasks in (("eval.json", test_tasks()), ("eval_train.json", train_tasks())):
+        if (folder / name).exists():
+            continue
+        agent = create_backend("llamacpp", path=str(gguf), seed=args.seed)
         started = time.perf_counter()
-        rows = await evaluate(agent, arm, args, tools)
+        rows = await evaluate(agent, arm, args, tools, tasks)
         await agent.aclose()
-        save(folder / "eval.json", {"seconds": round(time.perf_counter() - started, 1), "rows": rows})
+        save(folder / name, {"seconds": round(time.perf_counter() - started, 1), "rows": rows})
 
 
 async def divergence(out: Path, tools: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
@@ -197,34 +243,44 @@ async def divergence(out: Path, tools: dict[str, list[dict[str, Any]]]) -> dict[
 def table(out: Path) -> None:
     evals = {arm: json.loads((out / arm / "eval.json").read_text())["rows"] for arm in ARMS
              if (out / arm / "eval.json").exists()}
-    print(f"{'arm':<10} {'test success':>14} {'kept/sampled':>13} {'real calls':>10} {'sandbox s':>9} "
-          f"{'update steps':>12}")
+    print(f"{'arm':<10} {'test (new templates)':>20} {'train templates':>15} {'kept/sampled':>13} "
+          f"{'real calls':>10} {'sandbox s':>9} {'sample s':>8} {'update s':>8}")
     for arm, rows in evals.items():
         passed = sum(r["passed"] for r in rows)
+        seen_path = out / arm / "eval_train.json"
+        seen = json.loads(seen_path.read_text())["rows"] if seen_path.exists() else []
         samples_path = out / arm / "samples.json"
-        samples = json.loads(samples_path.read_text())["rows"] if samples_path.exists() else []
+        empty = {"rows": [], "seconds": 0}
+        sampled = json.loads(samples_path.read_text()) if samples_path.exists() else empty
+        samples = sampled["rows"]
         kept = sum(r["passed"] for r in samples)
         real_calls = sum(r["real_calls"] for r in samples)
         sandbox = sum(r["env_s"] for r in samples) if arm == "real" else 0.0
         update_path = out / arm / "update.json"
-        steps = json.loads(update_path.read_text())["steps"] if update_path.exists() else 0
-        print(f"{arm:<10} {passed:>6}/{len(rows):<3} {passed / len(rows):5.1%} {kept:>5}/{len(samples):<7} "
-              f"{real_calls:>10} {sandbox:>9.1f} {steps:>12}")
-    for ref in ("untrained", "real"):
-        for arm, rows in evals.items():
-            if arm == ref or ref not in evals:
-                continue
-            base = {r["task"]: r["passed"] for r in evals[ref]}
-            diffs = [float(r["passed"]) - float(base[r["task"]]) for r in rows if r["task"] in base]
-            interval = paired_bootstrap(diffs)
-            shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "n/a"
-            print(f"{arm} − {ref}: {sum(diffs) / len(diffs):+.3f} {shown} (n={len(diffs)})")
+        update = json.loads(update_path.read_text()) if update_path.exists() else {"seconds": 0}
+        seen_passed = sum(r["passed"] for r in seen)
+        print(f"{arm:<10} {passed:>9}/{len(rows):<3} {passed / len(rows):6.1%} "
+              f"{seen_passed:>6}/{len(seen):<3} {seen_passed / max(1, len(seen)):5.1%} "
+              f"{kept:>5}/{len(samples):<7} {real_calls:>10} {sandbox:>9.1f} {sampled['seconds']:>8.0f} "
+              f"{update['seconds']:>8.0f}")
+    for name in ("eval.json", "eval_train.json"):
+        runs = {arm: json.loads((out / arm / name).read_text())["rows"] for arm in ARMS
+                if (out / arm / name).exists()}
+        for ref in ("untrained", "real"):
+            for arm, rows in runs.items():
+                if arm == ref or ref not in runs:
+                    continue
+                base = {r["task"]: r["passed"] for r in runs[ref]}
+                diffs = [float(r["passed"]) - float(base[r["task"]]) for r in rows if r["task"] in base]
+                interval = paired_bootstrap(diffs)
+                shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "n/a"
+                where = "test" if name == "eval.json" else "train templates"
+                print(f"{where}: {arm} − {ref}: {sum(diffs) / len(diffs):+.3f} {shown} (n={len(diffs)})")
     div = out / "sim" / "divergence.json"
     if div.exists():
         d = json.loads(div.read_text())
         print(f"sim arm: {d['diverged']} of {d['failed_with_calls']} failed test episodes with calls had a "
-              "step "
-              "the simulator answers differently (error vs not, or text similarity < 0.5)")
+              "step the simulator answers differently (error vs not, or text similarity < 0.5)")
 
 
 def main() -> None:
@@ -232,18 +288,23 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--only", choices=ARMS, action="append")
-    parser.add_argument("--k", type=int, default=2, help="episodes sampled per training task")
+    parser.add_argument("--k", type=int, default=6, help="episodes sampled per training task")
     parser.add_argument("--steps", type=int, default=32, help="update steps per arm")
-    parser.add_argument("--max-steps", type=int, default=4, help="agent turns per episode")
-    parser.add_argument("--max-tokens", type=int, default=80, help="tokens per agent turn")
+    parser.add_argument("--max-steps", type=int, default=3, help="agent turns per episode")
+    parser.add_argument("--max-tokens", type=int, default=120, help="tokens per agent turn")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature in training")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warm-demos", type=int, default=300, help="synthesized demonstrations (warm start)")
+    parser.add_argument("--warm-steps", type=int, default=150, help="update steps of the warm start")
+    parser.add_argument("--tool-choices", type=int, default=5,
+                        help="tools shown to the agent per task (retrieved by the instruction's words)")
     parser.add_argument("--table", action="store_true", help="print the table of what is done and stop")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.table:
         tools = server_tools(args.out)
+        warm_start(args.out, args)
         for arm in args.only or ARMS:
             started = time.perf_counter()
             asyncio.run(run_arm(arm, args, args.out, tools))

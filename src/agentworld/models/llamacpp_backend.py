@@ -160,10 +160,12 @@ class LlamaCppBackend(BatchingBackend):
         self.prefix_hits += shared > 0
         started = time.perf_counter()
         try:
+            schema = request.extra.get("json_schema")  # constrained decoding (a grammar from the schema)
             answer = llm.create_chat_completion(
                 messages=messages, max_tokens=budget, temperature=temperature, seed=seed & 0x7FFFFFFF,
                 top_p=float(request.extra.get("top_p", 1.0)), top_k=int(request.extra.get("top_k", 0)),
-                min_p=0.0, repeat_penalty=1.0)
+                min_p=0.0, repeat_penalty=1.0,
+                response_format={"type": "json_object", "schema": schema} if schema else None)
         except ValueError as exc:  # llama-cpp-python's "Requested tokens (N) exceed context window of M"
             raise BackendError(f"{self.name}: {exc}", retryable=False) from exc
         latency = time.perf_counter() - started

@@ -4,7 +4,7 @@ Why: the paper's Paradigm I trains agents against the world model instead of rea
 that transfers is measured by training the same agent, with the same budget and seeds, in different
 environments — real servers, a simulator of them, synthesized worlds — and scoring every arm on real
 held-out tasks. This module is the part all arms share, so the only difference between arms is the
-environment: an episode loop over any :class:`TaskEnv` (one JSON tool call per agent turn, ``DONE``
+environment: an episode loop over any :class:`TaskEnv` (one JSON tool call per agent turn, ``{"done": true}``
 ends), sampling K episodes per task and keeping those the environment's own check passes, and a
 plain supervised update on the kept episodes' agent turns (the loss on the agent's tokens only).
 
@@ -30,7 +30,9 @@ from agentworld.schema import Message
 AGENT_SYSTEM = (
     "You are an agent that completes the user's task by calling tools. Tools:\n{tools}\n\n"
     'Reply with exactly one tool call as JSON, like {{"name": "<tool>", "arguments": {{...}}}}. '
-    "After each call you see its result. When the task is done, reply DONE.")
+    'After each call you see its result. When the task is done, reply {{"done": true}}.')
+DONE = '{"done": true}'
+_SCHEMA_KEYS = frozenset({"type", "properties", "required", "items", "enum"})
 MAX_RESULT_CHARS = 600
 
 
@@ -43,6 +45,58 @@ class TaskEnv(Protocol):
     async def call(self, name: str, arguments: dict[str, Any]) -> str: ...
 
     async def finish(self) -> tuple[bool, list[str]]: ...
+
+
+def _plain(schema: Any) -> Any:
+    """A tool's input schema reduced to what a decoding grammar needs (types, properties, items, enums)."""
+    if not isinstance(schema, dict):
+        return {}
+    out = {k: v for k, v in schema.items() if k in _SCHEMA_KEYS and k not in ("properties", "items")}
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {k: _plain(v) for k, v in schema["properties"].items()}
+    if isinstance(schema.get("items"), dict):
+        out["items"] = _plain(schema["items"])
+    return out
+
+
+def call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema of one agent turn: a call of one of ``tools`` with its arguments, or ``DONE``.
+
+    Why: a 135M model asked for JSON mostly writes prose or code; decoding under this schema (a
+    grammar, the way function-calling modes of serving stacks work) makes every turn an action, so
+    what training changes is which action, not whether there is one.
+    """
+    calls = [{"type": "object",
+              "properties": {"name": {"enum": [tool["name"]]},
+                             "arguments": _plain(tool.get("inputSchema")) or {"type": "object"}},
+              "required": ["name", "arguments"]} for tool in tools]
+    done = {"type": "object", "properties": {"done": {"enum": [True]}}, "required": ["done"]}
+    return {"anyOf": [*calls, done]}
+
+
+def _words(text: str) -> set[str]:
+    import re
+
+    return {w[:5] for w in re.findall(r"[a-z]+", text.lower().replace("_", " ")) if len(w) > 2}
+
+
+def relevant_tools(tools: Sequence[dict[str, Any]], instruction: str, k: int) -> list[dict[str, Any]]:
+    """The ``k`` tools whose name and description share the most (rare) words with the instruction.
+
+    Why: tool retrieval, as agent harnesses do for long tool lists. A 135M model shown a server's 14
+    tools picks among them almost at random; shown the few that match the task, its choice is a
+    question it can answer. Word stems (first five letters) weighted by how few tools use them.
+    """
+    import math
+
+    if k <= 0 or len(tools) <= k:
+        return list(tools)
+    bags = [_words(f"{t['name']} {t['name']} {t.get('description', '')}") for t in tools]
+    want = _words(instruction)
+    df = {w: sum(w in bag for bag in bags) for w in want}
+    scores = [sum(math.log((1 + len(tools)) / (1 + df[w])) for w in want & bag) for bag in bags]
+    order = sorted(range(len(tools)), key=lambda i: (-scores[i], i))[:k]
+    return [tools[i] for i in sorted(order)]
 
 
 def tools_brief(tools: Sequence[dict[str, Any]]) -> str:
@@ -73,18 +127,23 @@ class Episode:
 
 
 async def run_episode(agent: ChatBackend, env: TaskEnv, *, task: str, max_steps: int = 5,
-                      temperature: float = 0.0, seed: int = 0, max_tokens: int = 128) -> Episode:
-    """Let ``agent`` act in ``env`` until it says DONE, answers without a tool call, or runs out of steps."""
-    messages = [Message(role="system", content=AGENT_SYSTEM.format(tools=tools_brief(env.tools))),
+                      temperature: float = 0.0, seed: int = 0, max_tokens: int = 128,
+                      constrained: bool = False, tool_choices: int = 0) -> Episode:
+    """Let ``agent`` act in ``env`` until it says it is done, answers without a tool call, or runs out of
+    steps; ``constrained``: decode every turn under :func:`call_schema` (backends that support it);
+    ``tool_choices``: show only that many tools (:func:`relevant_tools`; 0: all)."""
+    shown = relevant_tools(env.tools, env.instruction, tool_choices)
+    messages = [Message(role="system", content=AGENT_SYSTEM.format(tools=tools_brief(shown))),
                 Message(role="user", content=env.instruction)]
     episode = Episode(task=task, messages=messages)
     for step in range(max_steps):
+        extra = {"json_schema": call_schema(shown)} if constrained else {}
         request = ChatRequest(messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
-                              seed=seed * 1000 + step)
+                              seed=seed * 1000 + step, extra=extra)
         reply = (await agent.complete(request)).content.strip()
         call = tool_call(reply)
         if call is None:
-            messages.append(Message(role="assistant", content=reply[:200] or "DONE"))
+            messages.append(Message(role="assistant", content=reply[:200] or DONE))
             break
         name, arguments = call
         action = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
@@ -105,8 +164,8 @@ async def run_episode(agent: ChatBackend, env: TaskEnv, *, task: str, max_steps:
 
 
 def sft_examples(episodes: Sequence[Episode]) -> list[list[Message]]:
-    """The passed episodes' conversations (each ending with the agent's DONE), one per distinct call
-    sequence of a task."""
+    """The passed episodes' conversations (each ending with the agent's :data:`DONE`), one per distinct
+    call sequence of a task."""
     seen: set[str] = set()
     out = []
     for episode in episodes:
@@ -116,7 +175,7 @@ def sft_examples(episodes: Sequence[Episode]) -> list[list[Message]]:
         seen.add(key)
         messages = list(episode.messages)
         if messages[-1].role != "assistant":
-            messages.append(Message(role="assistant", content="DONE"))
+            messages.append(Message(role="assistant", content=DONE))
         out.append(messages)
     return out
 
@@ -130,11 +189,15 @@ class UpdateSettings:
     seed: int = 0
 
 
-def supervised_update(base: str, examples: Sequence[list[Message]], out: Path, settings: UpdateSettings,
-                      *, quant: str = "q8_0") -> tuple[Path, dict[str, Any]]:
-    """Fine-tune ``base`` on ``examples`` (loss on assistant turns only) and write ``out`` (GGUF).
+def supervised_update(base: str | Path, examples: Sequence[list[Message]], out: Path,
+                      settings: UpdateSettings, *, quant: str = "q8_0", layout: str = "smollm2",
+                      keep_weights: bool = False) -> tuple[Path, dict[str, Any]]:
+    """Fine-tune ``base`` (a GGUF file, an alias, or a folder this wrote) on ``examples`` (loss on
+    assistant turns only) and write ``out`` (GGUF laid out as ``layout``).
 
     With no examples the base model is written unchanged: an arm that kept nothing learned nothing.
+    ``keep_weights``: also save the float32 weights in ``out`` without its suffix (a folder), so a
+    later update continues from them rather than from a re-read of the quantized file.
     Returns the GGUF path and what the update did (steps, loss first/last, seconds).
     """
     import torch
@@ -144,7 +207,7 @@ def supervised_update(base: str, examples: Sequence[list[Message]], out: Path, s
     from agentworld.train.export import write_gguf
 
     started = time.perf_counter()
-    source, options = hf_source(base)
+    source, options = hf_source(str(base))
     tokenizer = AutoTokenizer.from_pretrained(source, **options)
     model: Any = as_plain_weights(AutoModelForCausalLM.from_pretrained(source, **options))
     torch.manual_seed(settings.seed)
@@ -167,7 +230,10 @@ def supervised_update(base: str, examples: Sequence[list[Message]], out: Path, s
             stats["steps"] = step + 1
         model.eval()
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_gguf(model, base, out, quant)
+    write_gguf(model, layout, out, quant)
+    if keep_weights:
+        model.save_pretrained(out.with_suffix(""))
+        tokenizer.save_pretrained(out.with_suffix(""))
     stats["seconds"] = round(time.perf_counter() - started, 1)
     return out, stats
 
