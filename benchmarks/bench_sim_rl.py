@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.domains.mcp.task_env import RealTaskEnv as RealEnv
-from agentworld.domains.mcp.task_env import SimTaskEnv as SimEnv
 from agentworld.domains.mcp.task_suite import start, test_tasks, train_tasks
 from agentworld.eval.compare_stats import paired_bootstrap
 from agentworld.io import atomic_write_text
@@ -50,6 +49,7 @@ from agentworld.train.agent_rft import (
     sft_examples,
     supervised_update,
 )
+from agentworld.train.sim_task_env import SimTaskEnv as SimEnv
 
 ARMS = ("untrained", "real", "sim", "synth")
 TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"
@@ -203,7 +203,8 @@ async def run_arm(arm: str, args: argparse.Namespace, out: Path, tools: Tools) -
         _, stats = supervised_update(start_gguf.with_suffix(""), examples, gguf,
                                      UpdateSettings(steps=args.steps, seed=args.seed))
         save(folder / "update.json", stats)
-    for name, tasks in (("eval.json", test_tasks()), ("eval_train.json", train_tasks())):
+    runs = (("eval.json", test_tasks()), ("eval_train.json", train_tasks()))
+    for name, tasks in runs if args.train_eval else runs[:1]:
         if (folder / name).exists():
             continue
         agent = create_backend("llamacpp", path=str(gguf), seed=args.seed)
@@ -298,6 +299,8 @@ def main() -> None:
     parser.add_argument("--warm-steps", type=int, default=150, help="update steps of the warm start")
     parser.add_argument("--tool-choices", type=int, default=5,
                         help="tools shown to the agent per task (retrieved by the instruction's words)")
+    parser.add_argument("--no-train-eval", dest="train_eval", action="store_false",
+                        help="evaluate on the test templates only (not also on the training tasks)")
     parser.add_argument("--table", action="store_true", help="print the table of what is done and stop")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentworld.domains.mcp.servers import preset
-from agentworld.domains.mcp.task_env import RealTaskEnv, SimTaskEnv
+from agentworld.domains.mcp.task_env import RealTaskEnv
 from agentworld.domains.mcp.task_suite import TASKS
 from agentworld.models.base import create_backend
 from agentworld.models.scripted import ScriptedBackend
@@ -27,6 +27,7 @@ from agentworld.train.agent_rft import (
     sft_examples,
     tools_brief,
 )
+from agentworld.train.sim_task_env import SimTaskEnv
 
 TASK = next(t for t in TASKS if t.template == "fs_first_line")
 TAU = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"

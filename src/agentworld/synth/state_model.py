@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from agentworld.domains.actions import tool_call
-from agentworld.domains.mcp.ledger import is_mutating, parse_json, tool_noun
+from agentworld.domains.mcp.ledger import LIST_VERBS, is_mutating, parse_json, tool_noun
 from agentworld.models.base import ChatRequest, ChatResult, register_backend
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.schema import strip_marker
@@ -43,7 +43,7 @@ STATUS_VERBS = {"cancel": "cancelled", "close": "closed", "approve": "approved",
 """What a status verb at the start of a write tool's name sets an entity's ``status`` to."""
 DELETE_VERBS = frozenset({"delete", "remove", "destroy", "drop"})
 CREATE_VERBS = frozenset({"create", "add", "book", "register", "open", "new", "insert", "place"})
-LIST_WORDS = frozenset({"list", "search", "find", "query", "all"})
+LIST_WORDS = frozenset({*LIST_VERBS, "all"})
 _TAG = re.compile(r"</?[a-z_]+>")
 
 

@@ -24,7 +24,7 @@ import re
 import string
 from typing import Any
 
-from agentworld.domains.mcp.ledger import entities, is_mutating, parse_json, tool_noun
+from agentworld.domains.mcp.ledger import LIST_VERBS, entities, is_mutating, parse_json, tool_noun
 from agentworld.synth.state_model import apply_call
 
 Entities = dict[str, dict[str, dict[str, Any]]]
@@ -37,7 +37,6 @@ POOLS = {"status": ["active", "pending", "on_hold", "confirmed"], "cabin": ["bas
          "business"], "insurance": ["yes", "no"], "membership": ["regular", "silver", "gold"],
          "flight_type": ["one_way", "round_trip"], "priority": ["low", "normal", "high", "urgent"]}
 UPDATE_VERBS = ("update", "edit", "modify")
-LIST_VERBS = ("list", "search", "find")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -199,7 +198,7 @@ class _Builder:
         reads = {tool_noun(t): t for t in self.seed_tools if not is_mutating(t)
                  and not set(t.split("_")) & set(LIST_VERBS)}
         self.get = {kind: reads.get(kind, f"get_{kind}_details") for kind in self.state}
-        self.list = f"{r.choice(LIST_VERBS)}_{_plural(main)}"
+        self.list = f"{r.choice(LIST_VERBS[:3])}_{_plural(main)}"  # list_, search_ or find_
         self.update = {kind: f"{r.choice(UPDATE_VERBS)}_{kind}" for kind in self.state}
         self.cancel = next((t for t in self.seed_tools if t.startswith("cancel_") and tool_noun(t) == main),
                            f"cancel_{main}")

@@ -35,6 +35,8 @@ MUTATING_VERBS = frozenset(["create", "add", "update", "set", "edit", "modify", 
                             "clear", "save", "register", "invite", "join", "leave", "like", "follow",
                             "unfollow", "block", "unblock", "execute", "run", "trigger", "deploy", "revoke",
                             "grant", "link", "unlink", "attach", "detach", "upsert", "replace", "modify"])
+LIST_VERBS = ("list", "search", "find", "query")
+"""Verbs of tools that list entities rather than show one (``list_orders``, ``search_reservations``)."""
 _GENERIC = frozenset(["get", "list", "search", "find", "lookup", "fetch", "retrieve", "show", "describe",
                       "read", "view", "query", "details", "detail", "info", "data", "by", "for", "all",
                       "of", "the"])
