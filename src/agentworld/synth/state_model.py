@@ -51,7 +51,8 @@ def _words(tool: str) -> list[str]:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", tool).lower().replace("-", "_").split("_")
 
 
-def _plural(kind: str) -> str:
+def plural(kind: str) -> str:
+    """``reservation`` → ``reservations``, ``policy`` → ``policies``."""
     return kind[:-1] + "ies" if kind.endswith("y") and kind[-2:-1] not in "aeiou" else kind + "s"
 
 
@@ -103,7 +104,7 @@ def apply_call(state: Entities, tool: str, arguments: dict[str, Any]) -> str:
         listed = [_shown(noun, ident, fields) for ident, fields in state.get(noun, {}).items()
                   if all(_same(fields.get(k, ident if k in ("id", f"{noun}_id") else None), v)
                          for k, v in arguments.items() if not isinstance(v, dict | list))]
-        return json.dumps({_plural(noun): listed}, ensure_ascii=False)
+        return json.dumps({plural(noun): listed}, ensure_ascii=False)
     verb = next((w for w in words if is_mutating(w)), words[0])
     if verb in CREATE_VERBS and own is None:
         if missing and any(k != f"{noun}_id" for k, _ in ids):

@@ -23,7 +23,8 @@ NAME = "synth-template"
 MAX_TASKS = 3
 
 
-def _schema(value: Any) -> dict[str, Any]:
+def schema_of(value: Any) -> dict[str, Any]:
+    """The JSON schema type of an argument value a seed showed."""
     if isinstance(value, bool):
         return {"type": "boolean"}
     if isinstance(value, int):
@@ -60,7 +61,7 @@ def _tools(inputs: dict[str, Any]) -> dict[str, Any]:
     tools: dict[str, dict[str, Any]] = {}
     for call in _calls(inputs):
         props = tools.setdefault(call["tool"], {})
-        props.update({k: _schema(v) for k, v in call["arguments"].items()})
+        props.update({k: schema_of(v) for k, v in call["arguments"].items()})
     if not tools:
         tools["get_item"] = {"id": {"type": "string"}}
     return {

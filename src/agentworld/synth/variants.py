@@ -25,7 +25,8 @@ import string
 from typing import Any
 
 from agentworld.domains.mcp.ledger import LIST_VERBS, entities, is_mutating, parse_json, tool_noun
-from agentworld.synth.state_model import apply_call
+from agentworld.synth.state_model import apply_call, plural
+from agentworld.synth.template import schema_of
 
 Entities = dict[str, dict[str, dict[str, Any]]]
 MAX_FIELDS = 10
@@ -43,10 +44,6 @@ _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 def rng(seed_id: str, variant: int) -> random.Random:
     digest = hashlib.sha256(f"{seed_id}:{variant}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def _plural(kind: str) -> str:
-    return kind[:-1] + "ies" if kind.endswith("y") and kind[-2:-1] not in "aeiou" else kind + "s"
 
 
 def _flat(obj: dict[str, Any]) -> dict[str, Any]:
@@ -176,16 +173,6 @@ def variant_entities(base: Entities, r: random.Random) -> tuple[Entities, str, s
     return state, main, owner
 
 
-def _schema(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, float):
-        return {"type": "number"}
-    return {"type": "string"}
-
-
 class _Builder:
     """One variant: its entities, its tool names, and tasks with plans checked by the state rules."""
 
@@ -198,7 +185,7 @@ class _Builder:
         reads = {tool_noun(t): t for t in self.seed_tools if not is_mutating(t)
                  and not set(t.split("_")) & set(LIST_VERBS)}
         self.get = {kind: reads.get(kind, f"get_{kind}_details") for kind in self.state}
-        self.list = f"{r.choice(LIST_VERBS[:3])}_{_plural(main)}"  # list_, search_ or find_
+        self.list = f"{r.choice(LIST_VERBS[:3])}_{plural(main)}"  # list_, search_ or find_
         self.update = {kind: f"{r.choice(UPDATE_VERBS)}_{kind}" for kind in self.state}
         self.cancel = next((t for t in self.seed_tools if t.startswith("cancel_") and tool_noun(t) == main),
                            f"cancel_{main}")
@@ -377,13 +364,13 @@ class _Builder:
         for kind, items in self.state.items():
             tools[self.get[kind]] = self._tool(self.get[kind], f"Show one {kind} by id.",
                                                {f"{kind}_id": {"type": "string"}}, [f"{kind}_id"])
-            fields = {f: _schema(v) for one in items.values() for f, v in one.items()
+            fields = {f: schema_of(v) for one in items.values() for f, v in one.items()
                       if not f.endswith("_id")}
             props = {f"{kind}_id": {"type": "string"}, **fields}
             tools[self.update[kind]] = self._tool(self.update[kind], f"Change fields of one {kind}.", props,
                                                   [f"{kind}_id"])
         scope = {f"{self.owner}_id": {"type": "string"}} if self.owner else {}
-        tools[self.list] = self._tool(self.list, f"List {_plural(main)} (filtered by the arguments given).",
+        tools[self.list] = self._tool(self.list, f"List {plural(main)} (filtered by the arguments given).",
                                       {**scope, "status": {"type": "string"}}, [])
         one = {f"{main}_id": {"type": "string"}}
         tools[self.cancel] = self._tool(self.cancel, f"Cancel one {main}.", one, [f"{main}_id"])
@@ -391,8 +378,7 @@ class _Builder:
                                         {f"{main}_id": {"type": "string"}}, [f"{main}_id"])
         for name, args in self.seed_tools.items():
             if name not in tools:
-                props = {k: _schema(v) if not isinstance(v, dict | list) else
-                         {"type": "object" if isinstance(v, dict) else "array"} for k, v in args.items()}
+                props = {k: schema_of(v) for k, v in args.items()}
                 about = f"{name.replace('_', ' ')} (from the seed)."
                 tools[name] = self._tool(name, about, props, sorted(props))
         keep = [n for n in tools if n in self.used or self.r.random() < 0.5]
@@ -409,11 +395,11 @@ class _Builder:
         main = self.main.replace("_", " ")
         shown = "; ".join(f"{ident} ({', '.join(f'{v}' for v in list(f.values())[:4])})"
                           for ident, f in list(self.state[self.main].items())[:6])
-        kinds = ", ".join(f"{len(items)} {_plural(k)}" for k, items in self.state.items())
+        kinds = ", ".join(f"{len(items)} {plural(k)}" for k, items in self.state.items())
         jobs = "; ".join(t["instruction"].split(":")[0][:60] + ": " + t["plan"][-2]["tool"]
                          for t in self.tasks)
         return {"service": f"{title or self.seed['id']} — {main} desk"[:200],
-                "description": f"Holds {kinds}. The {_plural(main)}: {shown}. Typical work: {jobs}."[:2000],
+                "description": f"Holds {kinds}. The {plural(main)}: {shown}. Typical work: {jobs}."[:2000],
                 "users": sorted({(self.owner or "customer").replace("_", " "), "support agent"}),
                 "failure_modes": ["an id that does not exist", "acting on the wrong " + main]}
 
