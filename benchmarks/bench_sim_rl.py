@@ -241,6 +241,31 @@ async def divergence(out: Path, tools: dict[str, list[dict[str, Any]]]) -> dict[
     return result
 
 
+def kept_on_real(out: Path) -> dict[str, Any]:
+    """Replay the sim arm's kept episodes on the real servers: how many of the simulator's successes
+    (trace check passed) are successes in reality (real state check)."""
+    path = out / "sim" / "kept_on_real.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    from agentworld.domains.mcp.task_suite import TASKS, check, play
+
+    by_id = {t.id: t for t in TASKS}
+    kept = [r for r in json.loads((out / "sim" / "samples.json").read_text())["rows"] if r["passed"]]
+    results = []
+    for row in kept:
+        task = by_id[row["task"]]
+        env = start(task)
+        try:
+            play(env, row["calls"])
+            verdict = check(task, env)
+        finally:
+            env.close()
+        results.append({"task": row["task"], "real_passed": verdict.passed, "reasons": verdict.reasons[:2]})
+    result = {"kept": len(kept), "real_passed": sum(r["real_passed"] for r in results), "episodes": results}
+    save(path, result)
+    return result
+
+
 def table(out: Path) -> None:
     evals = {arm: json.loads((out / arm / "eval.json").read_text())["rows"] for arm in ARMS
              if (out / arm / "eval.json").exists()}
@@ -277,6 +302,11 @@ def table(out: Path) -> None:
                 shown = f"[{interval[0]:+.3f}, {interval[1]:+.3f}]" if interval else "n/a"
                 where = "test" if name == "eval.json" else "train templates"
                 print(f"{where}: {arm} − {ref}: {sum(diffs) / len(diffs):+.3f} {shown} (n={len(diffs)})")
+    replayed = out / "sim" / "kept_on_real.json"
+    if replayed.exists():
+        r = json.loads(replayed.read_text())
+        print(f"sim arm: {r['real_passed']} of its {r['kept']} kept episodes (trace check passed in the "
+              "simulator) pass the real state check when replayed on the real servers")
     div = out / "sim" / "divergence.json"
     if div.exists():
         d = json.loads(div.read_text())
@@ -314,6 +344,8 @@ def main() -> None:
             print(f"{arm}: done in {time.perf_counter() - started:.0f} s", flush=True)
         if (args.out / "sim" / "eval.json").exists():
             asyncio.run(divergence(args.out, tools))
+        if (args.out / "sim" / "samples.json").exists():
+            kept_on_real(args.out)
     table(args.out)
 
 
