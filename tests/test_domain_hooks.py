@@ -21,7 +21,7 @@ from agentworld.domains.spec import InjectedFault, WorldSpec
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.serve.shell import run_shell
 from agentworld.sim import ControlSpec, FaultRule, Simulator
-from agentworld.train.rollout import agent_system_prompt, parse_agent_action
+from agentworld.sim.agent import agent_system_prompt, parse_agent_action
 
 NAME = "tally"
 

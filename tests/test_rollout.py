@@ -10,12 +10,12 @@ import pytest
 
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
+from agentworld.sim.agent import parse_agent_action
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import SessionState, StepResult, WorldSpec
 from agentworld.train.rollout import (
     Curriculum,
     episode_rl_rows,
-    parse_agent_action,
     run_rollouts,
     trajectory_rows,
     trl_dataset_rows,

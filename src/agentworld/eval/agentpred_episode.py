@@ -66,7 +66,7 @@ def _chosen_action(reply: str, domain: str) -> Any:
     Raises:
         ActionError: the reply holds no action of the domain's form.
     """
-    from agentworld.train.rollout import parse_agent_action
+    from agentworld.sim.agent import parse_agent_action
 
     return parse_agent_action(without_prediction(reply), domain)
 

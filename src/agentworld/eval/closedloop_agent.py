@@ -57,8 +57,8 @@ class ChatAgent:
 
     def __init__(self, settings: ChatSettings, task: ClosedLoopTask, initial: str,
                  setup: list[tuple[str, str]]) -> None:
+        from agentworld.sim.agent import agent_system_prompt
         from agentworld.sim.types import WorldSpec
-        from agentworld.train.rollout import agent_system_prompt
 
         self.settings, self.task = settings, task
         self.messages = [Message(role="system", content=agent_system_prompt(WorldSpec(domain=task.domain),
@@ -66,7 +66,7 @@ class ChatAgent:
         self._first: tuple[str, list[tuple[str, str]]] | None = (initial, setup)
 
     async def act(self, observation: str) -> Any | None:
-        from agentworld.train.rollout import parse_agent_action
+        from agentworld.sim.agent import parse_agent_action
 
         if self._first is not None:
             content, self._first = first_message(*self._first, None), None

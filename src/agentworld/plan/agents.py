@@ -71,7 +71,7 @@ class ModelAgent:
     max_tokens: int | None = None
 
     def _messages(self, context: PlanContext, imagined: Sequence[ImaginedStep]) -> tuple[Message, ...]:
-        from agentworld.train.rollout import agent_system_prompt
+        from agentworld.sim.agent import agent_system_prompt
 
         out = [Message(role="system", content=agent_system_prompt(self.spec, context.task)),
                Message(role="user", content=context.initial or "(the environment is ready)")]
@@ -84,8 +84,8 @@ class ModelAgent:
         return tuple(out)
 
     async def _ask(self, messages: tuple[Message, ...], seed: int, cache: ResponseCache | None) -> Any | None:
+        from agentworld.sim.agent import parse_agent_action
         from agentworld.sim.history import ActionError
-        from agentworld.train.rollout import parse_agent_action
 
         request = ChatRequest(messages=messages, temperature=self.temperature, max_tokens=self.max_tokens,
                               seed=seed)

@@ -17,39 +17,26 @@ world spec, so the curriculum carries into GRPO training).
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentworld.domains.hooks import domain_actions
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
-from agentworld.models.parsing import remove_thinking
 from agentworld.schema import Message, Trajectory, Turn
 from agentworld.serve.adapters.trl import SimulatedTools, make_trl_environment
+from agentworld.sim.agent import agent_system_prompt, parse_agent_action
 from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import FaultKind, FaultRule, SessionState, WorldSpec
 
-__all__ = ["AGENT_PROMPT", "NO_TOOL", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "fault_notes",
-           "parse_agent_action",
+__all__ = ["NO_TOOL", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "fault_notes",
            "run_rollouts", "trajectory_rows", "trl_dataset_rows", "trl_environment", "write_episodes"]
 
 TaskReward = Callable[[SessionState], float]
-DONE = "DONE"
-
-AGENT_PROMPT = """You are an agent acting in an environment to complete a task.
-Task: {task}
-
-{action_help}
-Reply with exactly one action as a JSON value (you may think first, but end with the JSON).
-When the task is complete, reply with {done} instead."""
-
 
 
 class Curriculum(BaseModel):
@@ -102,52 +89,6 @@ class Episode(BaseModel):
     """The agent said it was done: the episode terminated."""
     truncated: bool = False
     """The turn limit ended the episode before the agent said it was done."""
-
-
-def _json_values(text: str) -> list[Any]:
-    """Every JSON value found in fences or as balanced ``{...}``/``[...]`` spans, in order."""
-    found: list[Any] = []
-    spans = [m.group(1) for m in re.finditer(r"```(?:json)?\s*(.*?)```", text, re.S | re.I)]
-    stack: list[str] = []
-    start = -1
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            if not stack:
-                start = i
-            stack.append(ch)
-        elif ch in "}]" and stack:
-            stack.pop()
-            if not stack:
-                spans.append(text[start:i + 1])
-    for span in spans:
-        try:
-            found.append(json.loads(span))
-        except ValueError:
-            continue
-    return found
-
-
-def parse_agent_action(reply: str, domain: str) -> dict[str, Any] | list[Any] | None:
-    """The action in an agent reply (the last JSON value of the right shape), or ``None`` for ``DONE``.
-
-    Raises:
-        ActionError: the reply holds no action of the domain's shape.
-    """
-    text = remove_thinking(reply or "")
-    actions = domain_actions(domain)
-    for value in reversed(_json_values(text)):
-        action = actions.agent_action(value)
-        if action is not None:
-            return action
-    if text.strip().upper().endswith(DONE):
-        return None
-    raise ActionError(f"no {domain} action found in the reply: end it with one JSON action, or {DONE}")
-
-
-def agent_system_prompt(spec: WorldSpec, task: str) -> str:
-    """The agent's system prompt: task and the domain's action format (MCP: with the tool list)."""
-    help_text = domain_actions(spec.domain).agent_help(spec)
-    return AGENT_PROMPT.format(task=task or "explore the environment", action_help=help_text, done=DONE)
 
 
 def _agent_error() -> dict[str, Any]:

@@ -20,8 +20,9 @@ from typing import Any
 
 from agentworld.errors import DataError
 from agentworld.models.base import ChatRequest, ChatResult
+from agentworld.sim.agent import DONE
 from agentworld.sim.types import SessionState, WorldSpec
-from agentworld.train.rollout import DONE, arun_episode
+from agentworld.train.rollout import arun_episode
 from agentworld.train.sweep import SweepTask, TaskCheck, load_world_tasks
 
 AGENT_NAME = "agentworld"
