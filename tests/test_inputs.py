@@ -17,7 +17,7 @@ from agentworld.configfile import load_config_file
 from agentworld.domains.spec import ControlSpec, load_control_spec
 from agentworld.errors import DataError
 from agentworld.inputs import MAX_DEPTH, MAX_INPUT_BYTES_ENV, read_bytes
-from agentworld.serve.mcp_server import load_tools
+from agentworld.sim.toolfile import load_tools
 from agentworld.synth.world import load_world
 from test_synth_world import TASK, WORLD
 from test_synth_world import write as write_into

@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app as root_app
 from agentworld.errors import AgentWorldError, DataError
-from agentworld.serve.mcp_server import check_arguments, load_tools
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from agentworld.serve.net import check_exposure, is_loopback
+from agentworld.sim.toolfile import check_arguments, load_tools
 from serving import wait_listening
 
 TOOLS_PATH = Path(__file__).parent / "fixtures" / "airline_tools.json"

@@ -22,8 +22,8 @@ from agentworld.cli import app
 from agentworld.data.pipeline import PipelineConfig, iter_samples
 from agentworld.domains.spec import load_control_spec
 from agentworld.eval.closedloop_tasks import load_tasks
-from agentworld.serve.mcp_server import load_tools
 from agentworld.sim.controls import ToolValidator
+from agentworld.sim.toolfile import load_tools
 from agentworld.train.config import CPTConfig, SFTConfig
 from agentworld.train.rl import RLConfig
 

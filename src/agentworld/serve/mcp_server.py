@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from agentworld.domains import TOOLS_DOMAIN
-from agentworld.errors import AgentWorldError, DataError
-from agentworld.inputs import parse_json, read_text
+from agentworld.errors import AgentWorldError
 from agentworld.redact import redact_text
 from agentworld.serve.sessions import SessionManager, SimulatorFactory
 from agentworld.sim import toolschema
@@ -49,71 +47,6 @@ _OWNED = "agentworld_episode"
 CLOSE_HINT = ("end an MCP session (the client's DELETE /mcp) or close an episode (DELETE /v1/episodes/{id})")
 
 
-def load_tools(path: str | Path) -> list[dict[str, Any]]:
-    """Read MCP tool definitions (``{"tools": [...]}`` or a bare list) and check each entry.
-
-    Raises:
-        DataError: unreadable JSON, or an entry without a string ``name`` or an object
-            ``inputSchema`` that the server can apply safely; the message names file, index and field.
-    """
-    where = str(path)
-    data = parse_json(read_text(path, what="tools file"), path=where)
-    tools = data.get("tools") if isinstance(data, dict) else data
-    if not isinstance(tools, list):
-        raise DataError('expected {"tools": [...]} or a list of tools', path=where)
-    return check_tools(tools, where)
-
-
-def check_tools(tools: list[Any], where: str) -> list[dict[str, Any]]:
-    """The entries of a tool list, each checked as :func:`load_tools` does (errors name ``where``)."""
-    seen: set[str] = set()
-    for i, tool in enumerate(tools):
-        _check_tool(tool, f"{where} [tool {i}]", seen)
-    return [dict(t) for t in tools]
-
-
-def _check_tool(tool: Any, where: str, seen: set[str]) -> None:
-    if not isinstance(tool, dict):
-        raise DataError(f"a tool must be an object, got {type(tool).__name__}", path=where)
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise DataError("missing or empty tool name", path=where, field="name")
-    if name in seen:
-        raise DataError(f"duplicate tool name {name!r}", path=where, field="name")
-    seen.add(name)
-    schema = tool.get("inputSchema")
-    if not isinstance(schema, dict):
-        raise DataError(f"tool {name!r}: missing inputSchema (a JSON schema object)", path=where,
-                        field="inputSchema")
-    if schema.get("type") != "object":
-        raise DataError(f'tool {name!r}: inputSchema must have "type": "object"', path=where,
-                        field="inputSchema")
-    try:
-        toolschema.compile_schema(schema)
-    except ValueError as exc:
-        raise DataError(f"tool {name!r}: invalid inputSchema: {exc}", path=where,
-                        field="inputSchema") from exc
-
-
-def check_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` break ``schema`` (every problem, with its JSON path), or None when valid.
-
-    Raises:
-        ValueError: ``schema`` cannot be applied safely
-            (see :func:`~agentworld.sim.toolschema.compile_schema`).
-    """
-    problem = toolschema.argument_problem(arguments)
-    if problem is not None:
-        return problem
-    try:
-        errors = toolschema.iter_problems(toolschema.compile_schema(schema), arguments)
-    except toolschema.SchemaTooComplex:
-        return "the arguments are too complex to check against the inputSchema"
-    if not errors:
-        return None
-    return "; ".join(f"{toolschema.location(e)}: {toolschema.message(e)}" for e in errors)
-
-
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -126,7 +59,7 @@ class SimulatedToolServer:
     """The tool catalogue, argument checks and per-episode simulators behind an MCP ``Server``.
 
     Args:
-        tools: ``tools/list`` entries (checked by :func:`load_tools`).
+        tools: ``tools/list`` entries (checked by :func:`~agentworld.sim.toolfile.load_tools`).
         factory: builds a simulator per episode (sharing one model backend).
         controls: faults and world facts enforced by the framework.
         initial_state: description of the starting state given to the world model.
@@ -185,7 +118,7 @@ class SimulatedToolServer:
                                     is_error=result.is_error)
 
     async def _check(self, name: str, arguments: dict[str, Any], size: int) -> str | None:
-        """:func:`check_arguments` with the tool's compiled schema, off the event loop when it may be slow."""
+        """``check_arguments`` (sim.toolfile) on the compiled schema, off the event loop if it may be slow."""
         validator = self._validators[name]
 
         def check() -> str | None:

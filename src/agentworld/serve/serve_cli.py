@@ -24,14 +24,15 @@ def _mcp(config: McpServeConfig) -> None:
 
     from agentworld.domains import TOOLS_DOMAIN
     from agentworld.endpoints import build_backend, secret
-    from agentworld.serve.mcp_server import SimulatedToolServer, load_tools, serve_stdio
+    from agentworld.serve.mcp_server import SimulatedToolServer, serve_stdio
     from agentworld.serve.net import check_exposure, run_uvicorn
     from agentworld.serve.sessions import simulator_factory
+    from agentworld.sim.toolfile import load_tools
     from agentworld.sim.types import ControlSpec
 
     name, initial_state = "agentworld-sim", config.initial_state
     if config.world is not None:
-        from agentworld.serve.mcp_server import check_tools
+        from agentworld.sim.toolfile import check_tools
         from agentworld.synth.world import load_world
 
         world = load_world(config.world)

@@ -77,7 +77,7 @@ def _read_one(path: Path) -> Iterator[Seed]:
     check_file(path, what="seed file")  # a FIFO or /dev/zero would hang or fill memory
     tools = _tools_list(path)
     if tools is not None:
-        from agentworld.serve.mcp_server import check_tools
+        from agentworld.sim.toolfile import check_tools
 
         yield Seed(id=path.stem, source=str(path), tools=check_tools(tools, str(path)))
         return

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 def run_rollout_command(options: RolloutOptions) -> None:
     """Run the episodes; write trajectories to ``out`` plus ``.steps.jsonl`` and ``.rl.jsonl`` RL exports."""
-    from agentworld.serve.mcp_server import load_tools
+    from agentworld.sim.toolfile import load_tools
 
     agent_endpoint = EndpointSpec(options.agent_model, options.agent_base_url, options.agent_api_key)
     world_endpoint = EndpointSpec(options.model, options.model_base_url, options.model_api_key,

@@ -100,7 +100,7 @@ def running_executable() -> tuple[str, list[str]]:
 
 
 def _tool_names(options: VerlConfigOptions) -> list[str]:
-    from agentworld.serve.mcp_server import load_tools
+    from agentworld.sim.toolfile import load_tools
 
     if options.tools is not None:
         return [str(t["name"]) for t in load_tools(options.tools)]
