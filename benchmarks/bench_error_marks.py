@@ -16,8 +16,8 @@ import json
 import re
 from pathlib import Path
 
-from agentworld.data.tokens import error_patterns, is_error, observation_body
 from agentworld.domains.base import plugins
+from agentworld.domains.failures import error_patterns, is_error, observation_body
 
 
 def observations(corpus: Path) -> dict[str, str]:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.data.tokens import error_patterns, is_error, observation_body
 from agentworld.domains.base import plugin, plugins
 from agentworld.domains.error_patterns import ERROR_HINTS
+from agentworld.domains.failures import error_patterns, is_error, observation_body
 from agentworld.domains.search.tools import SearchTools
 from agentworld.envs.search_index import SearchIndex
 

@@ -16,13 +16,12 @@ from agentworld.data.process import StepCounter, expand
 from agentworld.data.tokens import (
     content_token_keys,
     content_tokens,
-    error_patterns,
-    is_error,
     regex_tokenize,
 )
 from agentworld.data.types import TrainSample
 from agentworld.domains.base import DomainPlugin, plugin, register_domain, unregister_domain
 from agentworld.domains.error_patterns import COMMON_ERRORS, SEARCH_TOOL_ERRORS, SHELL_ERRORS
+from agentworld.domains.failures import error_patterns, is_error
 from agentworld.schema import Trajectory, Turn
 
 MARK = "**Environment Observation:**\n"

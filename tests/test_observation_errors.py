@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import TextContent
 
-from agentworld.data import tokens
+from agentworld.data import masking, process
 from agentworld.domains import failures
 from agentworld.serve.config import HttpServeConfig
 from agentworld.serve.http_api import create_app
@@ -41,7 +41,7 @@ def world_model(path: str, body: dict[str, Any], headers: Any) -> str:
 
 
 def test_the_data_pipeline_and_the_simulator_share_one_definition() -> None:
-    assert tokens.is_error is failures.is_error and tokens.error_patterns is failures.error_patterns
+    assert masking.is_error is failures.is_error and process.error_patterns is failures.error_patterns
     assert failures.is_error(MISSING, "mcp") and not failures.is_error(FOUND, "mcp")
 
 

@@ -373,7 +373,7 @@ def test_shipped_corpus_holds_the_rule_tier_contract() -> None:
 
 
 def test_a_shell_tool_result_is_an_error_by_its_exit_code_not_its_error_field() -> None:
-    from agentworld.data.tokens import is_error
+    from agentworld.domains.failures import is_error
 
     ok = ("Command: ls\nDirectory: (root)\nOutput: setup.py\nError: (none)\nExit Code: 0\nSignal: (none)\n"
           "Background PIDs: (none)\nProcess Group PGID: 3")

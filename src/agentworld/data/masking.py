@@ -14,7 +14,7 @@ would make everything look familiar), with the observation header and code fence
 :func:`classify` takes the first matching rule, in this order (thresholds in :class:`MaskThresholds`):
 
 1. ``empty``: no observation tokens at all;
-2. ``error``: the domain's error patterns match (:func:`tokens.is_error`);
+2. ``error``: the domain's error patterns match (:func:`~agentworld.domains.failures.is_error`);
 3. ``echo``: the observation restates the action: Jac ≥ 0.6 and R ≤ 2;
 4. ``empty``: nothing beyond the context and short: Nov = 0 and R ≤ 1.5 (a bare prompt after ``cd``);
 5. ``boilerplate``: Nov ≤ 0.1 and repeat ≥ 0.8 (the same screen again);
@@ -42,13 +42,11 @@ from agentworld.data.records import PlainMask, PlainSample, PlainStats
 from agentworld.data.tokens import (
     TokenKey,
     content_token_keys,
-    error_patterns,
     get_tokenizer,
-    is_error,
-    observation_body,
     regex_tokenize,
 )
 from agentworld.data.types import MASK_CATEGORIES, LossMask, MaskCategory, TurnStats
+from agentworld.domains.failures import error_patterns, is_error, observation_body
 
 DEFAULT_KEEP_RATIOS: dict[str, float] = {
     "state_change": 1.0, "expansion": 1.0, "error": 1.0, "retrieval": 0.3,

@@ -26,9 +26,10 @@ import orjson
 
 from agentworld.data.dataset_stats import HIST_EDGES, DatasetStats, DatasetTally, Histogram
 from agentworld.data.records import PlainSample, PlainTrajectory, PlainTurn, replaced
-from agentworld.data.tokens import error_patterns, is_error, normalise_action, observation_body
+from agentworld.data.tokens import normalise_action
 from agentworld.data.types import StepStats, TrainSample
 from agentworld.domains.base import plugins
+from agentworld.domains.failures import error_patterns, is_error, observation_body
 from agentworld.schema import Trajectory, Turn, split_trajectory
 
 Traj = TypeVar("Traj", Trajectory, PlainTrajectory)
@@ -90,7 +91,7 @@ def _with_turns(traj: Traj, turns: list[Any], step: str, removed: int) -> Traj:
 def skip_retry_cycles(trajs: Iterable[Traj], stats: StepCounter | None = None) -> Iterator[Traj]:
     """Drop failed attempts that the agent simply repeated, keeping the last attempt.
 
-    Rule: turn *i* is dropped when its observation is an error (:func:`tokens.is_error` for the
+    Rule: turn *i* is dropped when its observation is an error (:func:`failures.is_error` for the
     trajectory's domain) and turn *i+1* sends the same normalised action
     (:func:`tokens.normalise_action`). A run ``A(err) A(err) A(ok)`` keeps only the last ``A``;
     so does ``A(err) A(err)`` (the last attempt is what the trajectory continued from).
@@ -119,7 +120,7 @@ def _retried(turns: Sequence[Any], domain: str, patterns: tuple[str, ...]) -> li
     """Whether each turn is an error that the next turn sends again.
 
     The error test comes first and actions are normalised only when it holds: errors are rare,
-    and :func:`tokens.is_error` remembers its answers for the masking step, which asks again.
+    and :func:`failures.is_error` remembers its answers for the masking step, which asks again.
     """
     keys: dict[int, str] = {}
 

@@ -19,9 +19,7 @@ from collections.abc import Callable
 
 import orjson
 
-from agentworld.domains.failures import error_patterns as error_patterns
-from agentworld.domains.failures import is_error as is_error
-from agentworld.domains.failures import observation_body as observation_body
+from agentworld.domains.failures import observation_body
 
 Tokenizer = Callable[[str], list[str]]
 

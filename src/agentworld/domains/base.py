@@ -111,7 +111,7 @@ class DomainPlugin:
             ``screens`` are the episode's observations so far, oldest first (None: a generic error
             text, :func:`agentworld.domains.hooks.generic_fault`).
         error_patterns: regular expressions (``re.M``) that mark an observation as a failure; the data
-            pipeline's retry detection and loss masking read them (:func:`agentworld.data.tokens.is_error`).
+            pipeline's retry detection and loss masking read them (:func:`failures.is_error`).
             Default: the ones any domain can show (:mod:`agentworld.domains.error_patterns`'s
             ``COMMON_ERRORS``); a domain adds its own to them (shells: ``COMMON_ERRORS + SHELL_ERRORS``)
             or leaves out one its observations match when nothing failed.

@@ -1,7 +1,7 @@
 """Regular expressions that mark an observation as a failure: the ones every domain shares, and the shells'.
 
 A domain's plugin lists its patterns (``DomainPlugin.error_patterns``, default :data:`COMMON_ERRORS`);
-the data pipeline's retry detection and loss masking read them (:func:`agentworld.data.tokens.is_error`).
+the data pipeline's retry detection and loss masking read them (:func:`agentworld.domains.failures.is_error`).
 They live here, not in one domain's package, because several domains (every shell) share them; the
 module holds only strings, so a plugin may import it and stay cheap.
 """

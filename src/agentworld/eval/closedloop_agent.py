@@ -99,7 +99,7 @@ class CandidateAgent:
     def _failed(self, observation: str) -> bool:
         import re
 
-        from agentworld.data.tokens import is_error
+        from agentworld.domains.failures import is_error
 
         return is_error(observation, self.task.domain) or any(re.search(p, observation, re.M)
                                                               for p in self.task.errors)
