@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.eval import templates
+from agentworld.eval.corruptions import corrupt_observation
 from agentworld.models.base import ChatRequest
 from agentworld.models.openai_compat import OpenAIBackend
 from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge, parse_prediction
@@ -22,7 +23,6 @@ from agentworld.serve.mock_server import (
     MALFORMED_KINDS,
     MockConfig,
     MockState,
-    corrupt_observation,
     extract_blocks,
     messages_key,
     render_verdict,

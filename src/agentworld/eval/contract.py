@@ -93,7 +93,7 @@ def trajectory_of(sample: BenchSample) -> str:
 
 def corrupted_truths(samples: Sequence[BenchSample], rate: float, seed: int = 0) -> list[str]:
     """Each truth, or its corruption where the mock server at ``rate`` (and ``seed``) corrupts it."""
-    from agentworld.serve.mock_server import corrupt_observation, hash_uniform
+    from agentworld.eval.corruptions import corrupt_observation, hash_uniform
 
     return [corrupt_observation(s.ground_truth, f"{seed}:{s.id}")
             if hash_uniform(seed, "corrupt", s.id) < rate else s.ground_truth for s in samples]

@@ -1,17 +1,21 @@
-"""Small, plausible errors in a true observation: what a rule verdict must not accept.
+"""Wrong observations made from true ones: wholesale corruption and small, plausible errors.
 
-Why: the mock server's corruption (:func:`agentworld.serve.mock_server.corrupt_observation`) rewrites
-most of an observation, so a score that only catches wholesale errors passes it. A world model that
-has learnt the format gets *one* thing wrong: a test count, a title, the order of two results, one
-line too many or too few. Each kind here makes exactly one such change, chosen by a seeded hash of a
-token, so the contract (:mod:`agentworld.eval.contract`) can ask that ``verified`` (the GSPO rule
-reward) rejects them. A change counts only where it changes what the observation says: not inside
-runtime metadata (a time, a duration, a commit id may differ between two runs of the same action)
-and not a reordering of a JSON object's keys. A kind returns None where it has nothing to change.
+Both are drawn from seeded hashes (:func:`hash_uniform`), so the mock server (which serves them as a
+bad world model's answers) and the evaluation contract (which scores them) agree on every draw.
+
+:func:`corrupt_observation` rewrites most of an observation, so a score that only catches wholesale
+errors passes it. A world model that has learnt the format gets *one* thing wrong: a test count,
+a title, the order of two results, one line too many or too few. Each of the small kinds
+(:data:`KINDS`) makes exactly one such change, chosen by a seeded hash of a token, so the contract
+(:mod:`agentworld.eval.contract`) can ask that ``verified`` (the GSPO rule reward) rejects them.
+A change counts only where it changes what the observation says: not inside runtime metadata (a
+time, a duration, a commit id may differ between two runs of the same action) and not a reordering
+of a JSON object's keys. A kind returns None where it has nothing to change.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import random
@@ -28,6 +32,63 @@ T = TypeVar("T")
 _DIGITS = re.compile(r"\d+")
 _WORD = re.compile(r"[A-Za-z]{3,}")
 ERROR_LINE = "Error: operation failed"
+
+
+_WRONG_WORDS = ("error", "denied", "missing", "unknown", "timeout", "invalid", "stopped", "null",
+                "blocked", "pending", "empty", "failed", "offline", "refused")
+_FAKE_LINES = ("bash: syntax error near unexpected token", "Error: resource not found",
+               "Permission denied", '{"status": "error", "code": 503}', "Segmentation fault (core dumped)",
+               "No results found.", "Connection reset by peer")
+
+
+def hash_uniform(*parts: object) -> float:
+    """A uniform number in [0, 1) fixed by ``parts``: the same inputs give the same draw anywhere."""
+    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+# -- wholesale corruption (the mock server's bad world model) ------------------------------------
+
+def _mutate_line(line: str, rng: random.Random) -> str:
+    new = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 9)) % 10), line)
+    new = re.sub(r"[A-Za-z]{3,}",
+                 lambda m: rng.choice(_WRONG_WORDS) if rng.random() < 0.5 else m.group(), new)
+    return new if new != line else rng.choice(_FAKE_LINES)
+
+
+def corrupt_observation(text: str, token: str) -> str:
+    """A plausible but wrong version of an observation, fixed by ``token``.
+
+    Most content lines are changed (digits and words replaced), a line may be dropped, two lines
+    swapped and a wrong line inserted; the observation marker is kept so the format still looks
+    right and only the content is wrong — what a judge and the rule tier should catch.
+    """
+    rng = random.Random(token)
+    lines = text.split("\n")
+    head: list[str] = []
+    if lines and lines[0].startswith(OBSERVATION_MARKER):
+        rest = lines[0][len(OBSERVATION_MARKER):].strip()
+        head = [OBSERVATION_MARKER]
+        lines = ([rest] if rest else []) + lines[1:]
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    changed: set[int] = set()
+    for i in content:
+        if rng.random() < 0.85:
+            lines[i] = _mutate_line(lines[i], rng)
+            changed.add(i)
+    for i in content:
+        if len(changed) * 3 >= len(content) * 2:
+            break
+        if i not in changed:
+            lines[i] = _mutate_line(lines[i], rng)
+            changed.add(i)
+    if len(lines) > 3:
+        del lines[rng.randrange(len(lines))]
+    if len(lines) >= 2:
+        i, j = rng.sample(range(len(lines)), 2)
+        lines[i], lines[j] = lines[j], lines[i]
+    lines.insert(rng.randrange(len(lines) + 1), rng.choice(_FAKE_LINES))
+    return "\n".join(head + lines)
 
 
 def _meaning(text: str) -> object:

@@ -26,7 +26,6 @@ import difflib
 import hashlib
 import hmac
 import json
-import random
 import re
 import socket
 import threading
@@ -42,6 +41,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
 from agentworld.eval import templates
+from agentworld.eval.corruptions import corrupt_observation, hash_uniform
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
 from agentworld.serve import mock_flavours as flavours
@@ -56,20 +56,9 @@ JUDGE_TAG = "final_evaluation"
 FATAL_MALFORMED_KINDS: frozenset[str] = frozenset({"truncated", "garbage", "bad_scores"})
 """Kinds no parser can recover: :func:`agentworld.models.parsing.parse_judge` must fail on them."""
 
-_WRONG_WORDS = ("error", "denied", "missing", "unknown", "timeout", "invalid", "stopped", "null",
-                "blocked", "pending", "empty", "failed", "offline", "refused")
-_FAKE_LINES = ("bash: syntax error near unexpected token", "Error: resource not found",
-               "Permission denied", '{"status": "error", "code": 503}', "Segmentation fault (core dumped)",
-               "No results found.", "Connection reset by peer")
 
 
 # -- deterministic helpers -----------------------------------------------------------------------
-
-def hash_uniform(*parts: object) -> float:
-    """A uniform number in [0, 1) fixed by ``parts``: the same inputs give the same draw anywhere."""
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
 
 def _text(content: Any) -> str:
     """Message content as text (a list of content parts is joined)."""
@@ -105,50 +94,6 @@ def similarity(a: str, b: str) -> float:
     if len(a) + len(b) <= 4000:
         return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
     return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines()).ratio()
-
-
-# -- corruption ----------------------------------------------------------------------------------
-
-def _mutate_line(line: str, rng: random.Random) -> str:
-    new = re.sub(r"\d", lambda m: str((int(m.group()) + rng.randint(1, 9)) % 10), line)
-    new = re.sub(r"[A-Za-z]{3,}",
-                 lambda m: rng.choice(_WRONG_WORDS) if rng.random() < 0.5 else m.group(), new)
-    return new if new != line else rng.choice(_FAKE_LINES)
-
-
-def corrupt_observation(text: str, token: str) -> str:
-    """A plausible but wrong version of an observation, fixed by ``token``.
-
-    Most content lines are changed (digits and words replaced), a line may be dropped, two lines
-    swapped and a wrong line inserted; the observation marker is kept so the format still looks
-    right and only the content is wrong — what a judge and the rule tier should catch.
-    """
-    rng = random.Random(token)
-    lines = text.split("\n")
-    head: list[str] = []
-    if lines and lines[0].startswith(OBSERVATION_MARKER):
-        rest = lines[0][len(OBSERVATION_MARKER):].strip()
-        head = [OBSERVATION_MARKER]
-        lines = ([rest] if rest else []) + lines[1:]
-    content = [i for i, line in enumerate(lines) if line.strip()]
-    changed: set[int] = set()
-    for i in content:
-        if rng.random() < 0.85:
-            lines[i] = _mutate_line(lines[i], rng)
-            changed.add(i)
-    for i in content:
-        if len(changed) * 3 >= len(content) * 2:
-            break
-        if i not in changed:
-            lines[i] = _mutate_line(lines[i], rng)
-            changed.add(i)
-    if len(lines) > 3:
-        del lines[rng.randrange(len(lines))]
-    if len(lines) >= 2:
-        i, j = rng.sample(range(len(lines)), 2)
-        lines[i], lines[j] = lines[j], lines[i]
-    lines.insert(rng.randrange(len(lines) + 1), rng.choice(_FAKE_LINES))
-    return "\n".join(head + lines)
 
 
 # -- judge replies -------------------------------------------------------------------------------
