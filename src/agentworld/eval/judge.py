@@ -60,6 +60,22 @@ def rubric_messages(sample: BenchSample, prediction: str, domain: Domain) -> tup
     return (Message(role="system", content=domain.judge_system_prompt), Message(role="user", content=user))
 
 
+def judge_percent(total_score: float) -> float:
+    """A rubric total (mean of 1–5 scores) mapped onto 0–100, so it mixes with rule scores."""
+    return max(0.0, min(100.0, (total_score - 1.0) / 4.0 * 100.0))
+
+
+def combine_scores(judge: float | None, rules: float | None, rule_weight: float) -> float | None:
+    """``rule_weight * rules + (1 - rule_weight) * judge``; one signal alone when the other is absent."""
+    if judge is None and rules is None:
+        return None
+    if judge is None:
+        return rules
+    if rules is None:
+        return judge
+    return rule_weight * rules + (1.0 - rule_weight) * judge
+
+
 def prediction_position(sample_id: str, seed: int) -> str:
     """Where the world model's text goes (``A``/``B``): a fair draw, fixed by seed and sample id."""
     return "A" if random.Random(f"{seed}:{sample_id}").random() < 0.5 else "B"

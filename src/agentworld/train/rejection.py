@@ -27,15 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.data.types import TrainSample
 from agentworld.domains.registry import DOMAINS
 from agentworld.eval.infer import BACKEND_ERRORS
-from agentworld.eval.judge import rubric_messages
+from agentworld.eval.judge import combine_scores, judge_percent, rubric_messages
 from agentworld.eval.rules import score_rules
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import JudgeParseError, parse_judge, parse_prediction, split_thinking
 from agentworld.schema import BenchSample
 
-__all__ = ["Candidate", "DomainRetention", "RejectionReport", "combine_scores", "judge_percent",
-           "rejection_sample", "rejection_sample_async", "to_bench_sample"]
+__all__ = ["Candidate", "DomainRetention", "RejectionReport", "rejection_sample", "rejection_sample_async",
+           "to_bench_sample"]
 
 
 class Candidate(BaseModel):
@@ -102,22 +102,6 @@ def to_bench_sample(sample: TrainSample) -> BenchSample:
     return BenchSample(task=sample.task or sample.domain, id=sample.id, prompt=actions, response=observations,
                        system_str=sample.system, turn_idx=len(sample.history) + 1,
                        total_turns=sample.total_turns)
-
-
-def judge_percent(total_score: float) -> float:
-    """A rubric total (mean of 1–5 scores) mapped onto 0–100, so it mixes with rule scores."""
-    return max(0.0, min(100.0, (total_score - 1.0) / 4.0 * 100.0))
-
-
-def combine_scores(judge: float | None, rules: float | None, rule_weight: float) -> float | None:
-    """``rule_weight * rules + (1 - rule_weight) * judge``; one signal alone when the other is absent."""
-    if judge is None and rules is None:
-        return None
-    if judge is None:
-        return rules
-    if rules is None:
-        return judge
-    return rule_weight * rules + (1.0 - rule_weight) * judge
 
 
 async def _candidate(sample: TrainSample, bench: BenchSample, index: int, teacher: ChatBackend,
