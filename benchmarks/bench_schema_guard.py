@@ -33,7 +33,7 @@ TOOL = {"name": "match", "description": "Matches a string.",
 
 
 def start_api(mock_url: str) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "agentworld.serve.serve_cli", "http", "--model-base-url", mock_url,
+    cmd = [sys.executable, "-m", "agentworld", "serve", "http", "--model-base-url", mock_url,
            "--model", "mock", "--port", "0"]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None

@@ -61,7 +61,7 @@ def start_mock(latency_ms: float) -> tuple[Any, str]:
 
 def start_api(mock_url: str, sessions: int) -> tuple[subprocess.Popen[str], str]:
     """``agentworld serve http`` as a subprocess on a free port; return it and its base URL."""
-    cmd = [sys.executable, "-m", "agentworld.serve.serve_cli", "http", "--model-base-url", mock_url,
+    cmd = [sys.executable, "-m", "agentworld", "serve", "http", "--model-base-url", mock_url,
            "--model", "mock", "--port", "0", "--max-sessions", str(sessions * 2),
            "--concurrency", str(sessions * 2)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)

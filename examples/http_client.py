@@ -31,7 +31,7 @@ spec = {"domain": "mcp", "tools": tools, "controls": controls, "initial_state": 
 
 with run_mock_server(MockConfig()) as model_url:
     # `agentworld serve http ...`; port 0 picks a free port, announced on stderr.
-    server = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", "http", "--model-base-url",
+    server = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", "http", "--model-base-url",
                                model_url, "--model", "wm", "--port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         line = server.stderr.readline()  # "agentworld: listening on http://127.0.0.1:PORT/v1"

@@ -34,7 +34,7 @@ async def main(model_url: str) -> None:
     args = ["serve", "mcp", "--tools", str(HERE / "tools" / "airline_tools.json"),
             "--control", str(HERE / "controls" / "flaky.yaml"),
             "--model-base-url", model_url, "--model", "wm"]
-    command, args = (CLI, args) if CLI else (sys.executable, ["-m", "agentworld.serve.serve_cli", *args[1:]])
+    command, args = (CLI, args) if CLI else (sys.executable, ["-m", "agentworld", *args])
     server = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with Client(server) as client:
         tools = (await client.list_tools()).tools

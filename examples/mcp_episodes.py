@@ -34,7 +34,7 @@ async def episode(index: int, mcp_url: str) -> str:
 
 with run_mock_server(MockConfig()) as model_url:
     tools = str(HERE / "tools" / "airline_tools.json")
-    server = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", "mcp", "--tools", tools,
+    server = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", "mcp", "--tools", tools,
                                "--transport", "http", "--port", "0", "--model-base-url", model_url,
                                "--model", "wm"], stderr=subprocess.PIPE, text=True)
     try:

@@ -30,7 +30,7 @@ def proxy_cmd(out: Path, *rest: str) -> list[str]:
 
 def upstream_cmd(model_url: str) -> list[str]:
     """Our own streamable-HTTP MCP server (tools of the airline fixture, answered by ``model_url``)."""
-    return [sys.executable, "-m", "agentworld.serve.serve_cli", "mcp", "--tools", str(TOOLS_PATH),
+    return [sys.executable, "-m", "agentworld", "serve", "mcp", "--tools", str(TOOLS_PATH),
             "--model-base-url", model_url, "--model", "mock", "--transport", "http", "--port", "0"]
 
 

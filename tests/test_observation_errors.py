@@ -47,7 +47,7 @@ def test_the_data_pipeline_and_the_simulator_share_one_definition() -> None:
 
 def test_mcp_server_marks_a_model_error_answer_is_error() -> None:
     with chat_server(world_model) as url:
-        args = ["-m", "agentworld.serve.serve_cli", "mcp", "--tools", str(TOOLS_PATH),
+        args = ["-m", "agentworld", "serve", "mcp", "--tools", str(TOOLS_PATH),
                 "--model-base-url", f"{url}/v1", "--model", "scripted"]
         params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
 

@@ -224,7 +224,7 @@ def test_schema_references_are_never_fetched(mock_url: str) -> None:
 def api_process(mock_url: str, *extra: str) -> Iterator[str]:
     """``agentworld serve http`` as a subprocess (its own GIL: this process watches it while it works)."""
     args = ["http", "--model-base-url", mock_url, "--model", "mock", "--port", "0", *extra]
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", *args],
                             stderr=subprocess.PIPE, text=True)
     try:
         yield wait_listening(proc, r"listening on (http://127\.0\.0\.1:\d+)/v1", "/v1/health")

@@ -43,7 +43,7 @@ def serve_http(mock_url: str, sessions: int) -> Iterator[str]:
     """``agentworld serve http`` in a subprocess (as users run it); yields ``http://127.0.0.1:PORT``."""
     args = ["http", "--model-base-url", mock_url, "--model", "mock", "--port", "0",
             "--max-sessions", str(sessions), "--concurrency", str(sessions)]
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld.serve.serve_cli", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld", "serve", *args],
                             stderr=subprocess.PIPE, text=True)
     try:
         url = wait_listening(proc, r"listening on (http://127\.0\.0\.1:\d+)/v1", "/v1/health")

@@ -46,7 +46,7 @@ def model_requests(mock_url: str) -> list[dict[str, Any]]:
 
 
 def cli_args(mock_url: str, *extra: str, tools: Path = TOOLS_PATH) -> list[str]:
-    return ["-m", "agentworld.serve.serve_cli", "mcp", "--tools", str(tools),
+    return ["-m", "agentworld", "serve", "mcp", "--tools", str(tools),
             "--model-base-url", mock_url, "--model", "mock", "--initial-state", "Airline booking database.",
             *extra]
 

@@ -34,10 +34,3 @@ config_command(app, DoctorConfig, _doctor, name="doctor", exclude=("model_corpus
                "length; a prediction on one shipped sample per domain (latency, tokens/s, thinking tokens, "
                "<predicted_observation> closed or cut at --max-tokens); the judge's verdict parses. Prints "
                "a verdict table and the flags to use; exit 0 when usable, 2 with the reason when not.")
-
-if __name__ == "__main__":
-    import sys
-
-    from agentworld.cli import main
-
-    main(["doctor", *sys.argv[1:]])

@@ -7,7 +7,7 @@ model server used by tests and benchmarks. Options come from the configs of
 refuse another address without a token (a simulator spends model compute for whoever reaches it).
 Secrets (model API key, token) come from options or environment variables and are never echoed.
 
-Run standalone with ``python -m agentworld.serve.serve_cli mcp …``.
+Run as ``agentworld serve mcp …`` (or ``python -m agentworld serve mcp …``).
 """
 
 from __future__ import annotations
@@ -91,10 +91,3 @@ config_command(app, HttpServeConfig, _http, name="http", help="Serve the HTTP se
                "on one shared world-model backend.")
 config_command(app, MockConfig, _mock, name="mock", help="Serve AgentWorldBench ground truth (and a judge) "
                "over the OpenAI chat-completions API, with injected latency and failures.")
-
-if __name__ == "__main__":  # through the root command: its one-red-line error handling
-    import sys
-
-    from agentworld.cli import main
-
-    main(["serve", *sys.argv[1:]])
