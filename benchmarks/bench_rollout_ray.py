@@ -75,8 +75,8 @@ def main() -> None:
 
     import ray
 
+    from agentworld.sim.curriculum import Curriculum
     from agentworld.sim.types import WorldSpec
-    from agentworld.train.rollout import Curriculum
     from agentworld.train.rollout_jobs import curriculum_jobs, run_jobs_local
     from agentworld.train.rollout_ray import EndpointSpec, run_jobs_ray
 

@@ -11,8 +11,9 @@ from agentworld.models.scripted import ScriptedBackend
 from agentworld.serve.adapters import make_trl_environment
 from agentworld.serve.adapters.openenv import EpisodeCore
 from agentworld.sim import ActionError, Simulator, WorldSpec
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.episode import EpisodeTracker
-from agentworld.train.rollout import Curriculum, run_rollouts
+from agentworld.train.rollout import run_rollouts
 
 TOOLS = [{"name": "get_user", "description": "Look up a user.",
           "inputSchema": {"type": "object", "properties": {"user_id": {"type": "string"}}}}]

@@ -10,16 +10,15 @@ import pytest
 
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
+from agentworld.serve.adapters import trl_dataset_rows, trl_environment
 from agentworld.sim.agent import parse_agent_action
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import SessionState, StepResult, WorldSpec
 from agentworld.train.rollout import (
-    Curriculum,
     episode_rl_rows,
     run_rollouts,
     trajectory_rows,
-    trl_dataset_rows,
-    trl_environment,
     write_episodes,
 )
 from serving import chat_server

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from agentworld.errors import AgentWorldError
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.types import WorldSpec
-from agentworld.train.rollout import Curriculum, Episode, run_rollouts
+from agentworld.train.rollout import Episode, run_rollouts
 from agentworld.train.rollout_jobs import EpisodeJob, curriculum_jobs, fingerprint, journal_path
 from agentworld.train.rollout_ray import EndpointSpec, RayRolloutError, check_address, run_jobs_ray
 from serving import chat_server

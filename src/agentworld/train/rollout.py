@@ -26,50 +26,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.schema import Message, Trajectory, Turn
-from agentworld.serve.adapters.trl import SimulatedTools, make_trl_environment
 from agentworld.sim.agent import agent_system_prompt, parse_agent_action
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.history import ActionError
 from agentworld.sim.session import Simulator
-from agentworld.sim.types import FaultKind, FaultRule, SessionState, WorldSpec
+from agentworld.sim.types import FaultRule, SessionState, WorldSpec
 
-__all__ = ["NO_TOOL", "Curriculum", "Episode", "TaskReward", "episode_rl_rows", "fault_notes",
-           "run_rollouts", "trajectory_rows", "trl_dataset_rows", "trl_environment", "write_episodes"]
+__all__ = ["NO_TOOL", "Episode", "TaskReward", "episode_rl_rows", "fault_notes",
+           "run_rollouts", "trajectory_rows", "write_episodes"]
 
 TaskReward = Callable[[SessionState], float]
-
-
-class Curriculum(BaseModel):
-    """Fault rate rising linearly over episodes, split evenly over ``fault_kinds``; optional facts.
-
-    Episode ``i`` of ``n`` has total rate ``rate_start + (rate_end - rate_start) * i / (n - 1)``;
-    each kind gets its own seeded rule at ``rate / len(fault_kinds)`` (so the chance a call faults
-    is about the total rate). ``facts[i % len(facts)]`` are episode ``i``'s fictional-world facts.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    fault_kinds: list[FaultKind] = Field(default_factory=list)
-    rate_start: float = Field(0.0, ge=0, le=1)
-    rate_end: float = Field(0.5, ge=0, le=1)
-    facts: list[list[str]] = Field(default_factory=list)
-    tools: list[str] = Field(default_factory=list)
-    """Limit faults to these tools (empty: every call)."""
-
-    def rate(self, episode: int, episodes: int) -> float:
-        if episodes <= 1:
-            return self.rate_start
-        return self.rate_start + (self.rate_end - self.rate_start) * episode / (episodes - 1)
-
-    def spec_for(self, spec: WorldSpec, episode: int, episodes: int) -> WorldSpec:
-        """``spec`` with this episode's fault rules and facts added to its controls."""
-        rate = self.rate(episode, episodes)
-        rules = [FaultRule(kind=kind, rate=rate / len(self.fault_kinds), tools=list(self.tools))
-                 for kind in self.fault_kinds] if self.fault_kinds else []
-        facts = self.facts[episode % len(self.facts)] if self.facts else []
-        controls = spec.controls.model_copy(update={"faults": [*spec.controls.faults, *rules],
-                                                    "facts": [*spec.controls.facts, *facts]})
-        return spec.model_copy(update={"controls": controls})
 
 
 class Episode(BaseModel):
@@ -204,20 +171,3 @@ def trajectory_rows(episodes: Iterable[Episode]) -> Iterator[dict[str, Any]]:
     for e in episodes:
         yield {"trajectory": e.trajectory.model_dump(mode="json"),
                "rewards": [float(t.meta.get("reward", 0.0)) for t in e.trajectory.turns]}
-
-
-def trl_environment(spec: WorldSpec, world_model: ChatBackend | Callable[[], ChatBackend] | None, *,
-                    task_reward: TaskReward | None = None, seed: int = 0) -> type[SimulatedTools]:
-    """A TRL ``environment_factory`` class for an MCP world (tools from ``spec.tools``)."""
-    return make_trl_environment(list(spec.tools), model=world_model, spec=spec, reward=task_reward, seed=seed)
-
-
-def trl_dataset_rows(spec: WorldSpec, curriculum: Curriculum, episodes: int, task: str,
-                     seed: int = 0) -> list[dict[str, Any]]:
-    """Dataset rows for ``GRPOTrainer``: ``prompt``, plus ``spec``/``seed`` the environment's reset reads.
-
-    Each row's spec carries that episode's curriculum controls, so fault rates rise over the dataset.
-    """
-    return [{"prompt": [{"role": "user", "content": task}],
-             "spec": curriculum.spec_for(spec, i, episodes).model_dump_json(), "seed": seed + i}
-            for i in range(episodes)]

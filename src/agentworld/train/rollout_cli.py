@@ -21,8 +21,9 @@ from agentworld.domains import TOOLS_DOMAIN
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 from agentworld.models.base import ChatBackend
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.types import FaultKind, WorldSpec
-from agentworld.train.rollout import Curriculum, Episode, episode_rl_rows, trajectory_rows, write_episodes
+from agentworld.train.rollout import Episode, episode_rl_rows, trajectory_rows, write_episodes
 from agentworld.train.rollout_jobs import (
     EpisodeJob,
     RolloutJournal,

@@ -25,8 +25,9 @@ from typing import Any
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.io import JsonlJournal, dumps, read_journal
 from agentworld.models.base import ChatBackend
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.types import WorldSpec
-from agentworld.train.rollout import Curriculum, Episode, arun_episode
+from agentworld.train.rollout import Episode, arun_episode
 
 __all__ = ["EpisodeJob", "EpisodeRun", "RolloutJournal", "curriculum_jobs", "fingerprint", "journal_path",
            "run_jobs_local"]

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from agentworld.serve.adapters.gym import SimEnv
 
 __all__ = ["UNSET", "SimEnv", "SimulatedTools", "as_spec", "environment_rewards", "make_trl_environment",
-           "step_info"]
+           "step_info", "trl_dataset_rows", "trl_environment"]
 
 
 def as_spec(value: WorldSpec | dict[str, Any] | str | None, default: WorldSpec | None = None) -> WorldSpec:
@@ -32,6 +32,8 @@ from agentworld.serve.adapters.trl import (  # noqa: E402 (after the helpers the
     SimulatedTools,
     environment_rewards,
     make_trl_environment,
+    trl_dataset_rows,
+    trl_environment,
 )
 
 

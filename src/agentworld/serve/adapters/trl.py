@@ -30,6 +30,7 @@ from typing import Any, Optional, Union
 
 from agentworld.domains import TOOLS_DOMAIN
 from agentworld.models.base import ChatBackend
+from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.episode import EpisodeTracker
 from agentworld.sim.session import Simulator
 from agentworld.sim.types import SessionState, StepResult, WorldSpec
@@ -246,3 +247,20 @@ def environment_rewards(completions: list[Any], environments: list[Any] | None =
     if environments is None:
         return [None] * len(completions)
     return [float(env.get_reward()) if hasattr(env, "get_reward") else None for env in environments]
+
+
+def trl_environment(spec: WorldSpec, world_model: ChatBackend | Callable[[], ChatBackend] | None, *,
+                    task_reward: RewardFn | None = None, seed: int = 0) -> type[SimulatedTools]:
+    """A TRL ``environment_factory`` class for an MCP world (tools from ``spec.tools``)."""
+    return make_trl_environment(list(spec.tools), model=world_model, spec=spec, reward=task_reward, seed=seed)
+
+
+def trl_dataset_rows(spec: WorldSpec, curriculum: Curriculum, episodes: int, task: str,
+                     seed: int = 0) -> list[dict[str, Any]]:
+    """Dataset rows for ``GRPOTrainer``: ``prompt``, plus ``spec``/``seed`` the environment's reset reads.
+
+    Each row's spec carries that episode's curriculum controls, so fault rates rise over the dataset.
+    """
+    return [{"prompt": [{"role": "user", "content": task}],
+             "spec": curriculum.spec_for(spec, i, episodes).model_dump_json(), "seed": seed + i}
+            for i in range(episodes)]
