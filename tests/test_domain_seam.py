@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from graphlib import TopologicalSorter
+from collections.abc import Iterable
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agentworld"
@@ -84,19 +84,29 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(("schema", "errors", "io", "inputs", "outputs", "lazy", "redact", "cli_support",
                      "cli_click", "configfile"), 0),
     "envs": 1,
-    **dict.fromkeys(("domains", "corpus"), 2),
-    **dict.fromkeys(("models", "endpoints"), 3),
-    "sim": 4,
-    **dict.fromkeys(("serve", "synth", "eval", "data", "train", "plan", "optimize", "demo", "demo_cli",
-                     "record_cli", "cli", "doctor",
-                     "__main__", "__init__"), 5),
+    "domains": 2,
+    "corpus": 3,
+    **dict.fromkeys(("data", "models"), 4),
+    "endpoints": 5,
+    "sim": 6,
+    **dict.fromkeys(("synth", "plan"), 7),
+    "eval": 8,
+    "serve": 9,
+    "optimize": 10,
+    "train": 11,
+    **dict.fromkeys(("doctor", "demo"), 12),
+    **dict.fromkeys(("demo_cli", "record_cli", "cli", "__main__", "__init__"), 13),
 }
-"""Layer of each top-level module or package of ``agentworld``: ``schema`` (and the foundation it shares
-a layer with) ← ``envs`` ← ``domains`` ← ``models`` ← ``sim`` ← ``serve``/``eval``/``data``/``train`` (and
-the commands). A module may import its own layer and those below, never one above."""
+"""The floor of each top-level module or package of ``agentworld``; a unit imports only its own floor and
+those below, and units on one floor never import each other in a cycle.
 
-KNOWN_UPWARD: dict[str, int] = {}
-"""Imports of a higher layer left today (file → number of such import statements): may only shrink."""
+From the bottom: the foundation (the data format, errors, file and CLI helpers) ← ``envs`` (real
+environments) ← ``domains`` (one package per domain) ← ``corpus`` (recordings the domains index) ← ``data``
+(trajectories → training data) and ``models`` (world-model backends) ← ``endpoints`` ← ``sim`` (the
+simulator, and what every user of it shares: the agent's prompt and parser, tool files, curricula) ←
+``synth`` and ``plan`` ← ``eval`` ← ``serve`` (the mock server serves eval's corruption model) ←
+``optimize`` (prompt search scored by eval) ← ``train`` (which reads optimized prompts, serves TRL
+environments and trains in synthesized worlds) ← ``doctor``/``demo`` ← the commands."""
 
 
 def _unit(module: str) -> str | None:
@@ -105,6 +115,10 @@ def _unit(module: str) -> str | None:
     if parts[0] != "agentworld":
         return None
     return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _is_unit(name: str) -> bool:
+    return (SRC / name).is_dir() or (SRC / f"{name}.py").is_file()
 
 
 @functools.cache
@@ -121,6 +135,9 @@ def imports() -> list[tuple[str, str, str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
                 modules = [".".join(x for x in (base, node.module or "") if x)]
+                if modules == ["agentworld"]:  # ``from agentworld import schema``: the unit is the name
+                    modules = [f"agentworld.{a.name}" if _is_unit(a.name) else "agentworld"
+                               for a in node.names]
             else:
                 continue
             for module in modules:
@@ -134,6 +151,39 @@ def upward() -> Counter[str]:
     return Counter(f for f, here, unit in imports() if LAYERS[unit] > LAYERS[here])
 
 
+def unit_cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The import cycles between units (strongly connected components of more than one unit)."""
+    graph: dict[str, set[str]] = {}
+    for here, unit in edges:
+        graph.setdefault(here, set()).add(unit)
+        graph.setdefault(unit, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = [stack.pop()]
+            while component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
 def test_every_module_has_a_layer() -> None:
     units = {p.relative_to(SRC).parts[0].removesuffix(".py") for p in SRC.rglob("*.py")}
     assert units - set(LAYERS) == set(), "give each new top-level module a layer in LAYERS"
@@ -141,16 +191,21 @@ def test_every_module_has_a_layer() -> None:
 
 def test_imports_run_one_way() -> None:
     found = upward()
-    grown = {f: n for f, n in found.items() if n > KNOWN_UPWARD.get(f, 0)}
-    assert grown == {}, f"imports of a higher layer (see LAYERS): {grown}"
+    where = sorted({f"{file}: {here} -> {unit}" for file, here, unit in imports() if file in found
+                    and LAYERS[unit] > LAYERS[here]})
+    assert found == Counter(), f"imports of a higher floor (see LAYERS): {where}"
 
 
-def test_no_cycle_between_layers_apart_from_the_known_upward_imports() -> None:
-    graph: dict[int, set[int]] = {}
-    for file, here, unit in imports():
-        if file not in KNOWN_UPWARD and LAYERS[here] != LAYERS[unit]:
-            graph.setdefault(LAYERS[here], set()).add(LAYERS[unit])
-    list(TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+def test_no_cycle_between_units() -> None:
+    """No two top-level units import each other, directly or round a loop, lazy imports included."""
+    assert unit_cycles((here, unit) for _, here, unit in imports()) == []
+
+
+def test_the_checks_see_an_upward_import_and_a_cycle() -> None:
+    assert unit_cycles([("eval", "train"), ("train", "serve"), ("serve", "eval"), ("sim", "models")]) == [
+        ["eval", "serve", "train"]]
+    assert unit_cycles([("train", "eval"), ("serve", "eval")]) == []
+    assert LAYERS["train"] > LAYERS["eval"] > LAYERS["sim"] > LAYERS["models"] > LAYERS["domains"]
 
 
 def test_envs_import_nothing_from_sim() -> None:
