@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentworld.errors import AgentWorldError
-from agentworld.eval.agentpred_prompt import (
+from agentworld.eval.agentpred.prompt import (
     CLOSE,
     NEXT_ACTION,
     OBSERVATION,
@@ -34,8 +34,8 @@ from agentworld.models.retrieval_own import Recording, leaving_out
 from agentworld.schema import OBSERVATION_MARKER, Message
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred import AgentPredConfig
-    from agentworld.eval.agentpred_tasks import PredictionTask
+    from agentworld.eval.agentpred.command import AgentPredConfig
+    from agentworld.eval.agentpred.tasks import PredictionTask
 
 
 @dataclass(frozen=True)

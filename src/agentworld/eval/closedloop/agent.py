@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentworld.domains.hooks import ActionError
-from agentworld.eval.agentpred_prompt import first_message, step_message
-from agentworld.eval.closedloop_tasks import ClosedLoopTask
+from agentworld.eval.agentpred.prompt import first_message, step_message
+from agentworld.eval.closedloop.tasks import ClosedLoopTask
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.schema import Message

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from agentworld.eval.closedloop_score import COLUMNS, table_rows
+from agentworld.eval.closedloop.score import COLUMNS, table_rows
 from agentworld.eval.report import CSS, diff_table
 from agentworld.io import atomic_write_text
 

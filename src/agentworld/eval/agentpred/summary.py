@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentworld.eval.agentpred_episode import BASELINE_NAMES
+from agentworld.eval.agentpred.episode import BASELINE_NAMES
 
 
 class PredictionLine(BaseModel):

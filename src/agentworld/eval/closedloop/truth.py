@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentworld.eval.closedloop_agent import PolicyFactory
-from agentworld.eval.closedloop_episode import ARMS, Trajectory, run_real, run_sim
-from agentworld.eval.closedloop_tasks import ClosedLoopTask
+from agentworld.eval.closedloop.agent import PolicyFactory
+from agentworld.eval.closedloop.episode import ARMS, Trajectory, run_real, run_sim
+from agentworld.eval.closedloop.tasks import ClosedLoopTask
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 
@@ -62,17 +62,17 @@ def truth_rows(tasks: Iterable[ClosedLoopTask], reals: Mapping[str, Trajectory],
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agentworld.eval.closedloop_truth --tasks FILE --out TRUTH.jsonl``: the rows for
+    """``python -m agentworld.eval.closedloop.truth --tasks FILE --out TRUTH.jsonl``: the rows for
     ``agentworld serve mock --data`` (scripted agent, every arm). An existing ``--out`` is refused."""
     import argparse
     import sys
 
     from agentworld.errors import AgentWorldError
-    from agentworld.eval.closedloop_agent import candidate_agents
-    from agentworld.eval.closedloop_tasks import load_tasks
+    from agentworld.eval.closedloop.agent import candidate_agents
+    from agentworld.eval.closedloop.tasks import load_tasks
     from agentworld.io import atomic_write_jsonl
 
-    parser = argparse.ArgumentParser(prog="python -m agentworld.eval.closedloop_truth",
+    parser = argparse.ArgumentParser(prog="python -m agentworld.eval.closedloop.truth",
                                      description="Record the real episodes of closed-loop tasks (scripted "
                                      "agent) as ground-truth rows for the mock server.")
     parser.add_argument("--tasks", type=Path, required=True, help="closed-loop tasks JSONL")

@@ -24,7 +24,7 @@ from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, ConfigMismatchError, DataError
 from agentworld.eval.config import align_pool, diff_sections
 from agentworld.eval.infer import predict
-from agentworld.eval.probes_config import ProbeResult, ProbesConfig
+from agentworld.eval.probes.config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
 from agentworld.eval.runfolder import read_records
 from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads
@@ -222,7 +222,7 @@ def _backend(config: ProbesConfig, domains: list[str]) -> ChatBackend:
 def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> dict[str, Any] | None:
     """Generate, (re)send what is missing, judge and write the report; returns ``report.json``'s content
     (None when only ``--write-data`` was asked for)."""
-    from agentworld.eval.probes_report import summarize, write_html
+    from agentworld.eval.probes.report import summarize, write_html
 
     probes = generate_probes(config.seed, config.variants, config.domains)
     if config.write_data is not None:
@@ -260,7 +260,7 @@ def probes_command(config: ProbesConfig) -> None:
     """``agentworld eval probes``: run, then the table on stdout (rich on a terminal, plain in a pipe)."""
     import typer
 
-    from agentworld.eval.probes_report import render_rich, render_text
+    from agentworld.eval.probes.report import render_rich, render_text
 
     report = run_probes(config)
     if config.write_data is not None:

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentworld.errors import AgentWorldError
-from agentworld.eval.closedloop_agent import ChatSettings, PolicyFactory, candidate_agents, chat_agents
-from agentworld.eval.closedloop_episode import Trajectory, replay_real, run_real, run_sim
-from agentworld.eval.closedloop_score import first_divergence, score_pairs, step_pairs, summarize, task_row
-from agentworld.eval.closedloop_tasks import ClosedLoopTask
+from agentworld.eval.closedloop.agent import ChatSettings, PolicyFactory, candidate_agents, chat_agents
+from agentworld.eval.closedloop.episode import Trajectory, replay_real, run_real, run_sim
+from agentworld.eval.closedloop.score import first_divergence, score_pairs, step_pairs, summarize, task_row
+from agentworld.eval.closedloop.tasks import ClosedLoopTask
 from agentworld.io import AsyncJournal, read_journal
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 
 if TYPE_CHECKING:
-    from agentworld.eval.closedloop import ClosedLoopConfig
+    from agentworld.eval.closedloop.command import ClosedLoopConfig
 
 JOURNAL = "episodes.jsonl"
 
@@ -109,7 +109,7 @@ async def run_tasks(config: ClosedLoopConfig, tasks: list[ClosedLoopTask], backe
 def write_reports(config: ClosedLoopConfig, planned: int) -> dict[str, Any]:
     """``report.json`` (summary per domain and arm, every task's row) and ``report.html``, from the
     journal."""
-    from agentworld.eval.closedloop_render import write_html
+    from agentworld.eval.closedloop.render import write_html
     from agentworld.io import atomic_write_text, dumps
 
     rows = [r for r in read_journal(config.out / JOURNAL) if isinstance(r, dict) and r.get("kind") == "arm"]

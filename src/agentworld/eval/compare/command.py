@@ -3,7 +3,7 @@
 Why per-sample pairs: prompt variants, planner settings and checkpoints are judged by whether a
 difference of a few points is real. Each run's score is a mean over samples; two runs over the same
 samples give one difference per sample, and the mean of those differences, with a paired bootstrap
-interval (:mod:`agentworld.eval.compare_stats`), says whether the change beats the noise. Only
+interval (:mod:`agentworld.eval.compare.stats`), says whether the change beats the noise. Only
 samples present and scored in both runs are paired; the others are counted by reason, never hidden.
 
 Metrics: the rubric total and its five dimensions (0–100, as ``eval score`` reports them; only when
@@ -24,7 +24,7 @@ from agentworld.cli_support import cli_flags
 from agentworld.schema import DOMAIN_NAMES
 
 if TYPE_CHECKING:
-    from agentworld.eval.compare_runs import LoadedRun
+    from agentworld.eval.compare.runs import LoadedRun
 
 RUBRIC_METRICS: tuple[str, ...] = ("rubric.total", "rubric.format", "rubric.factuality", "rubric.consistency",
                                    "rubric.realism", "rubric.quality")
@@ -184,8 +184,8 @@ def compare(config: CompareConfig) -> Comparison:
         AgentWorldError: fewer than two runs, a folder that is not a run, runs over different data,
             runs sharing no sample, or an unknown ``--baseline``.
     """
-    from agentworld.eval.compare_runs import check_same_data, check_same_samples, load_runs, pick_baseline
-    from agentworld.eval.compare_stats import paired_bootstrap, stratified_bootstrap
+    from agentworld.eval.compare.runs import check_same_data, check_same_samples, load_runs, pick_baseline
+    from agentworld.eval.compare.stats import paired_bootstrap, stratified_bootstrap
 
     runs = load_runs(config.run)
     base = pick_baseline(runs, config.baseline)
@@ -244,7 +244,7 @@ def run_compare(config: CompareConfig) -> None:
     """The command's body: compare, print (table or JSON), write the HTML page when asked."""
     import typer
 
-    from agentworld.eval.compare_render import print_comparison, write_html
+    from agentworld.eval.compare.render import print_comparison, write_html
 
     result = compare(config)
     for warning in result.warnings:

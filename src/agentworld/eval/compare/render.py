@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentworld.eval.compare import ALL_DOMAINS, Comparison, MetricRow, SampleDiff
+from agentworld.eval.compare.command import ALL_DOMAINS, Comparison, MetricRow, SampleDiff
 from agentworld.eval.report import CSS, e
 from agentworld.eval.score import plain_table
 from agentworld.io import atomic_write_text

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agentworld.domains.hooks import ActionError, domain_actions
-from agentworld.eval.closedloop_agent import Policy, PolicyFactory
-from agentworld.eval.closedloop_tasks import ClosedLoopTask, succeeded
+from agentworld.eval.closedloop.agent import Policy, PolicyFactory
+from agentworld.eval.closedloop.tasks import ClosedLoopTask, succeeded
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 from agentworld.schema import strip_marker

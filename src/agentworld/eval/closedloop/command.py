@@ -26,8 +26,8 @@ from pydantic_core import PydanticCustomError
 from agentworld.endpoints import AgentEndpoint, JudgeEndpoint, ModelEndpoint
 
 if TYPE_CHECKING:
-    from agentworld.eval.closedloop_agent import PolicyFactory
-    from agentworld.eval.closedloop_tasks import ClosedLoopTask
+    from agentworld.eval.closedloop.agent import PolicyFactory
+    from agentworld.eval.closedloop.tasks import ClosedLoopTask
     from agentworld.models.base import ChatBackend
 
 FORMAT = "agentworld-closed-loop/1"
@@ -120,7 +120,7 @@ def _identity(config: ClosedLoopConfig, tasks: list[ClosedLoopTask]) -> dict[str
 def select_tasks(config: ClosedLoopConfig) -> list[ClosedLoopTask]:
     """The tasks of this run: the file's, filtered by ``--domains`` and ``--limit``."""
     from agentworld.errors import AgentWorldError
-    from agentworld.eval.closedloop_tasks import load_tasks
+    from agentworld.eval.closedloop.tasks import load_tasks
 
     tasks = load_tasks(config.tasks)
     if config.domains:
@@ -142,7 +142,7 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     Args:
         agent: drive the episodes with this instead of what ``config`` names: an in-process chat
             backend (asked like the endpoint; a scripted one) or a policy factory
-            (:class:`~agentworld.eval.closedloop_agent.PolicyFactory`).
+            (:class:`~agentworld.eval.closedloop.agent.PolicyFactory`).
         model: the world model instead of the one ``config`` names (the caller closes it).
 
     Raises:
@@ -152,7 +152,7 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     import asyncio
 
     from agentworld.endpoints import build_backend, secret
-    from agentworld.eval.closedloop_run import Backends, run_tasks, write_reports
+    from agentworld.eval.closedloop.runner import Backends, run_tasks, write_reports
 
     tasks = select_tasks(config)
     client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,

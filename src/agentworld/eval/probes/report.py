@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.domains.probes import CATEGORIES, Probe
-from agentworld.eval.probes_config import ProbeResult
+from agentworld.eval.probes.config import ProbeResult
 from agentworld.io import atomic_write_text
 
 e = html.escape
@@ -116,7 +116,7 @@ def _view(probe: Probe, result: ProbeResult, prediction: str) -> str:
 def write_html(out: Path, probes: list[Probe], results: list[ProbeResult], report: dict[str, Any]) -> Path:
     """``OUT/report.html``: the table, long-context accuracy per gap, and every probe with its checks
     and its prediction against the expected observation."""
-    from agentworld.eval.probes import predictions
+    from agentworld.eval.probes.command import predictions
     from agentworld.eval.report import CSS, JS
 
     preds = predictions(out / "predictions.jsonl")

@@ -2,7 +2,7 @@
 
 Each task runs in its own real environment; at most ``concurrency`` at once. A task whose closing row
 is in the journal is done and skipped; one cut short restarts with its journaled steps replayed
-(:class:`~agentworld.eval.agentpred_episode.TaskRun`). A failing task (the agent unreachable after
+(:class:`~agentworld.eval.agentpred.episode.TaskRun`). A failing task (the agent unreachable after
 its retries, the environment dying) does not stop the others: it is reported and left for a rerun.
 """
 
@@ -13,14 +13,14 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from agentworld.errors import AgentWorldError
-from agentworld.eval.agentpred_episode import AgentSettings, TaskRun
-from agentworld.eval.agentpred_tasks import PredictionTask
+from agentworld.eval.agentpred.episode import AgentSettings, TaskRun
+from agentworld.eval.agentpred.tasks import PredictionTask
 from agentworld.io import AsyncJournal, read_journal
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred import AgentPredConfig
+    from agentworld.eval.agentpred.command import AgentPredConfig
 
 STEPS_FILE = "steps.jsonl"
 RESPONSES_FILE = "responses.jsonl"

@@ -16,8 +16,8 @@ from statistics import fmean
 from typing import Any
 
 from agentworld.domains.hooks import domain_actions
-from agentworld.eval.closedloop_episode import Trajectory
-from agentworld.eval.closedloop_tasks import ClosedLoopTask
+from agentworld.eval.closedloop.episode import Trajectory
+from agentworld.eval.closedloop.tasks import ClosedLoopTask
 from agentworld.eval.rules import score_rules
 from agentworld.schema import BenchSample
 

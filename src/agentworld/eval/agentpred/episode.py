@@ -19,14 +19,14 @@ from typing import Any
 
 from agentworld.domains.hooks import ActionError, domain_actions
 from agentworld.errors import AgentWorldError
-from agentworld.eval.agentpred_prompt import (
+from agentworld.eval.agentpred.prompt import (
     first_message,
     read_prediction,
     step_message,
     system_prompt,
     without_prediction,
 )
-from agentworld.eval.agentpred_tasks import PredictionTask
+from agentworld.eval.agentpred.tasks import PredictionTask
 from agentworld.eval.rules import score_rules
 from agentworld.io import AsyncJournal
 from agentworld.models.base import ChatBackend, ChatRequest

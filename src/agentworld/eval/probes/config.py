@@ -55,7 +55,7 @@ class ProbesConfig(ModelEndpoint):
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` is a run folder an earlier version of this command wrote (see
         :mod:`agentworld.outputs`; later ones carry its lock file)."""
-        from agentworld.eval.probes import RUN_FORMAT
+        from agentworld.eval.probes.command import RUN_FORMAT
         from agentworld.eval.runfolder import holds_format
 
         return holds_format(path, RUN_FORMAT)

@@ -2,7 +2,7 @@
 
 At each step of a task the agent (an OpenAI-compatible endpoint, ``--agent-base-url``; or, with
 ``--model`` instead, a scripted agent imagining with that world model:
-:mod:`~agentworld.eval.agentpred_imagine`) predicts the observation of the action about to run; the
+:mod:`~agentworld.eval.agentpred.imagine`) predicts the observation of the action about to run; the
 action then runs in the domain's real environment and the prediction is
 scored against the real observation with the rule tier, beside an empty prediction and "repeat the
 previous observation". The run folder (``--out``) holds ``config.json``, the journal ``steps.jsonl``
@@ -23,8 +23,8 @@ from pydantic_core import PydanticCustomError
 from agentworld.endpoints import AgentEndpoint, ModelEndpoint
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred_summary import PredictionSummary
-    from agentworld.eval.agentpred_tasks import PredictionTask
+    from agentworld.eval.agentpred.summary import PredictionSummary
+    from agentworld.eval.agentpred.tasks import PredictionTask
     from agentworld.models.base import ChatBackend
 
 FORMAT = "agentworld-agent-predictions/1"
@@ -130,7 +130,7 @@ def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str,
 def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
     """The tasks of this run: the file's or the built-in ones, filtered by ``--domains`` and ``--limit``."""
     from agentworld.errors import AgentWorldError
-    from agentworld.eval.agentpred_tasks import builtin_tasks, load_tasks
+    from agentworld.eval.agentpred.tasks import builtin_tasks, load_tasks
 
     tasks = load_tasks(config.tasks) if config.tasks is not None else builtin_tasks(config.domains)
     if config.domains:
@@ -154,15 +154,15 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     import asyncio
 
     from agentworld.endpoints import build_backend
-    from agentworld.eval.agentpred_runner import run_tasks
-    from agentworld.eval.agentpred_summary import summarise
+    from agentworld.eval.agentpred.runner import run_tasks
+    from agentworld.eval.agentpred.summary import summarise
     from agentworld.io import atomic_write_text, dumps, read_journal
 
     tasks = select_tasks(config)
     if agent is not None:
         backend = agent
     elif config.model is not None:
-        from agentworld.eval.agentpred_imagine import imagining_agent
+        from agentworld.eval.agentpred.imagine import imagining_agent
 
         backend = imagining_agent(config, tasks)
     else:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.errors import DataError
-from agentworld.eval.agentpred_tasks import MAX_STEPS_LIMIT, MAX_TASKS_FILE_BYTES
+from agentworld.eval.agentpred.tasks import MAX_STEPS_LIMIT, MAX_TASKS_FILE_BYTES
 
 DEFAULT_MAX_STEPS = 6
 KEYS = frozenset({"id", "domain", "goal", "setup", "candidates", "check", "expect", "errors", "max_steps",
@@ -69,7 +69,7 @@ def parse_task(item: Any, *, path: str, line: int | None) -> ClosedLoopTask:
         DataError: naming the file, line, task id and field.
     """
     from agentworld.domains.hooks import ActionError, domain_actions
-    from agentworld.eval.agentpred_tasks import _real_domains
+    from agentworld.eval.agentpred.tasks import _real_domains
 
     task_id = item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else None
 
