@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentworld.eval.agentpred.command import AgentPredConfig, run_agent_predictions
+from agentworld.eval.agentpred.command import run_agent_predictions
+from agentworld.eval.agentpred.config import AgentPredConfig
 from agentworld.eval.agentpred.summary import render_text
 
 

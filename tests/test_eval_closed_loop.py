@@ -117,7 +117,8 @@ def test_the_retrieval_model_shows_the_measured_gap_and_a_killed_run_resumes_wit
 @real_sandbox
 def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_outcome(
         tmp_path: Path) -> None:
-    from agentworld.eval.closedloop.command import ClosedLoopConfig, run_closed_loop
+    from agentworld.eval.closedloop.command import run_closed_loop
+    from agentworld.eval.closedloop.config import ClosedLoopConfig
     from agentworld.models.base import ChatRequest
     from agentworld.models.scripted import ScriptedBackend
 
@@ -176,7 +177,8 @@ def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest
     """The notes domain (``tests/example_domain``): its environment and error text come from its plugin
     and the task; a world model that replays the notebook agrees, one that answers OK to all does not."""
     monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
-    from agentworld.eval.closedloop.command import ClosedLoopConfig, run_closed_loop
+    from agentworld.eval.closedloop.command import run_closed_loop
+    from agentworld.eval.closedloop.config import ClosedLoopConfig
     from agentworld.models.base import ChatRequest
     from agentworld.models.scripted import ScriptedBackend
     from example_domain.env import Notebook

@@ -24,7 +24,8 @@ import pytest
 from agentworld.envs.sandbox import missing_tools
 from agentworld.envs.search_index import default_docs_dir
 from agentworld.eval.closedloop.agent import candidate_agents
-from agentworld.eval.closedloop.command import ClosedLoopConfig, run_closed_loop
+from agentworld.eval.closedloop.command import run_closed_loop
+from agentworld.eval.closedloop.config import ClosedLoopConfig
 from agentworld.eval.closedloop.tasks import load_tasks
 from agentworld.eval.closedloop.truth import record_real, truth_rows
 from agentworld.io import atomic_write_jsonl

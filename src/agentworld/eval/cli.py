@@ -158,7 +158,7 @@ config_command(app, ProbesConfig, _probes, name="probes",
 
 
 # -- eval compare --------------------------------------------------------------------------------------
-from agentworld.eval.compare.command import CompareConfig  # noqa: E402
+from agentworld.eval.compare.config import CompareConfig  # noqa: E402
 
 
 def _compare(config: CompareConfig) -> None:
@@ -174,7 +174,7 @@ config_command(app, CompareConfig, _compare, name="compare",
 
 
 # --- eval agent-predictions (issue 12, point 2): the agent's own prediction accuracy -------------------
-from agentworld.eval.agentpred.command import AgentPredConfig  # noqa: E402
+from agentworld.eval.agentpred.config import AgentPredConfig  # noqa: E402
 
 
 def _agent_predictions(config: AgentPredConfig, as_json: bool = False) -> None:
@@ -194,7 +194,7 @@ config_command(app, AgentPredConfig, _agent_predictions, name="agent-predictions
 
 
 # --- eval closed-loop (issue 13, point 5): the same agent in the real environment and the simulator ----
-from agentworld.eval.closedloop.command import ClosedLoopConfig  # noqa: E402
+from agentworld.eval.closedloop.config import ClosedLoopConfig  # noqa: E402
 
 
 def _closed_loop(config: ClosedLoopConfig, as_json: bool = False) -> None:

@@ -34,7 +34,7 @@ from agentworld.models.retrieval_own import Recording, leaving_out
 from agentworld.schema import OBSERVATION_MARKER, Message
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred.command import AgentPredConfig
+    from agentworld.eval.agentpred.config import AgentPredConfig
     from agentworld.eval.agentpred.tasks import PredictionTask
 
 

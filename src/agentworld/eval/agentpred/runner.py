@@ -20,7 +20,7 @@ from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred.command import AgentPredConfig
+    from agentworld.eval.agentpred.config import AgentPredConfig
 
 STEPS_FILE = "steps.jsonl"
 RESPONSES_FILE = "responses.jsonl"

@@ -22,7 +22,7 @@ from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 
 if TYPE_CHECKING:
-    from agentworld.eval.closedloop.command import ClosedLoopConfig
+    from agentworld.eval.closedloop.config import ClosedLoopConfig
 
 JOURNAL = "episodes.jsonl"
 

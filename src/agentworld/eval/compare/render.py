@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentworld.eval.compare.command import ALL_DOMAINS, Comparison, MetricRow, SampleDiff
+from agentworld.eval.compare.command import Comparison, MetricRow, SampleDiff
+from agentworld.eval.compare.config import ALL_DOMAINS
 from agentworld.eval.report import CSS, e
 from agentworld.eval.score import plain_table
 from agentworld.io import atomic_write_text
