@@ -31,7 +31,7 @@ from statistics import fmean
 
 from agentworld.corpus import corpus_path
 from agentworld.domains.actions import PROMPT_RE, terminal_state
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.models.base import ChatRequest
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, read_bench_jsonl

@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from agentworld.demo import DemoConfig, run_demo
-from agentworld.eval.baselines import BASELINES, skill
-from agentworld.eval.contract import measure_contract
+from agentworld.eval.rules.baselines import BASELINES, skill
+from agentworld.eval.rules.contract import measure_contract
 from agentworld.io import read_journal
 from agentworld.schema import load_samples
 

@@ -24,7 +24,7 @@ from agentworld.domains import DOMAINS, domain_names, load_domains
 from agentworld.domains.base import DomainPlugin, plugins, register_domain, unregister_domain
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.errors import DataError
-from agentworld.eval.rules import frame_only_prediction, score_rules
+from agentworld.eval.rules.scores import frame_only_prediction, score_rules
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn, load_samples, strip_marker
 
 ROOT = Path(__file__).resolve().parents[1]

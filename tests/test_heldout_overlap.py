@@ -26,7 +26,7 @@ from rich.console import Console
 from agentworld.demo import record_domain
 from agentworld.domains.base import DomainPlugin, plugin
 from agentworld.domains.heldout import heldout_names
-from agentworld.eval.overlap import pair_overlap
+from agentworld.eval.heldout.overlap import pair_overlap
 from agentworld.models.retrieval_own import recordings_of
 from agentworld.schema import load_samples
 

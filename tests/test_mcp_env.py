@@ -247,7 +247,7 @@ def test_routing_knows_the_recorded_servers_tools() -> None:
 def test_mcp_corpus_holds_the_rule_contract() -> None:
     """Rows of four real servers: the truth near 100, know-nothing answers near 0, retrieval (the offline
     model, which must not crash on MCP rows) above repeating the previous observation."""
-    from agentworld.eval.contract import measure_contract
+    from agentworld.eval.rules.contract import measure_contract
 
     mcp = plugin("mcp")
     assert mcp is not None

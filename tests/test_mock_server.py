@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentworld.eval import templates
-from agentworld.eval.corruptions import corrupt_observation
+from agentworld.eval.rules.corruptions import corrupt_observation
 from agentworld.models.base import ChatRequest
 from agentworld.models.openai_compat import OpenAIBackend
 from agentworld.models.parsing import JudgeParseError, parse_choice, parse_judge, parse_prediction

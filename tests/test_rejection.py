@@ -10,7 +10,7 @@ import pytest
 
 from agentworld.data.types import TrainSample
 from agentworld.eval.judge import combine_scores, judge_percent
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.models.base import ChatRequest, ChatResult
 from agentworld.models.scripted import ScriptedBackend
 from agentworld.train.rejection import rejection_sample

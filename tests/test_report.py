@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from agentworld.eval.report import write_report
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.io import JsonlJournal
 from agentworld.schema import BenchSample, write_bench_jsonl
 
@@ -128,7 +128,7 @@ def _tier_cells(page: str) -> list[list[str]]:
 
 def test_report_shows_baselines_and_skill_even_with_an_old_scores_json(tmp_path: Path) -> None:
     """A scores.json written before the rule tier had baselines: they are computed from the data."""
-    from agentworld.eval.baselines import mean_baselines
+    from agentworld.eval.rules.baselines import mean_baselines
 
     run = make_run(tmp_path)
     (run / "scores.json").write_text(json.dumps({"domains": {}, "overall": {}}))

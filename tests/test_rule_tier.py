@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentworld.eval.baselines import baseline_predictions, baseline_scores
-from agentworld.eval.rules import score_rules
-from agentworld.eval.ruletier import average_ranks, rule_tier, spearman
+from agentworld.eval.rules.baselines import baseline_predictions, baseline_scores
+from agentworld.eval.rules.context import average_ranks, rule_tier, spearman
+from agentworld.eval.rules.scores import score_rules
 from agentworld.eval.score import TIER_HEAD, render_text, score_rows
 from agentworld.schema import BenchSample
 

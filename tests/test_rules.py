@@ -13,7 +13,7 @@ import pytest
 from agentworld.domains.content import check_metadata, mask
 from agentworld.domains.rules import GENERIC, rules_for
 from agentworld.domains.terminal.commands import written_files
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.schema import BenchSample, Trajectory, Turn, read_bench_jsonl
 
 HOST = "root@ad092d3df69c"

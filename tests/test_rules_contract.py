@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentworld.corpus import corpus_path
-from agentworld.eval.contract import ContractReport, measure_contract
+from agentworld.eval.rules.contract import ContractReport, measure_contract
 from agentworld.schema import BenchSample, load_samples
 
 TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau_bench_airline_gpt4o_dev.json"

@@ -311,7 +311,7 @@ def test_shipped_scenarios_and_corpus_agree() -> None:
 
 
 def test_search_rules_score_urls_and_titles_exactly_and_give_the_frame_nothing() -> None:
-    from agentworld.eval.rules import frame_only_prediction, score_rules
+    from agentworld.eval.rules.scores import frame_only_prediction, score_rules
 
     sample = next(s for s in _corpus() if s.id == "json-custom-encoder-t1")
     truth = sample.ground_truth
@@ -346,7 +346,7 @@ def test_retrieval_rewrites_a_recorded_memory_write_for_the_current_keys() -> No
 
 
 def test_search_corpus_holds_the_rule_tier_contract() -> None:
-    from agentworld.eval.contract import measure_contract, trajectory_of
+    from agentworld.eval.rules.contract import measure_contract, trajectory_of
 
     rows = _corpus()
     keep = sorted({trajectory_of(s) for s in rows})[::3]  # a third of the trajectories keeps this quick

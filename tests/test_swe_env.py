@@ -36,8 +36,8 @@ from agentworld.domains.swe.rules import swe_frame_only
 from agentworld.envs.sandbox import ROOT_PREFIX, Sandbox, SandboxError, missing_tools
 from agentworld.envs.workspace import Workspace, WorkspaceConfig
 from agentworld.errors import DataError
-from agentworld.eval.contract import measure_contract
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.contract import measure_contract
+from agentworld.eval.rules.scores import score_rules
 from agentworld.schema import load_samples
 from agentworld.sim.router import Router
 

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from agentworld.corpus import corpus_path
-from agentworld.eval.corruptions import KINDS
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.corruptions import KINDS
+from agentworld.eval.rules.scores import score_rules
 from agentworld.schema import BenchSample, load_samples, strip_marker
 
 

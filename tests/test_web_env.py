@@ -124,7 +124,7 @@ def test_plugin_references_resolve() -> None:
 
 
 def test_web_corpus_holds_the_rule_tier_contract() -> None:
-    from agentworld.eval.contract import measure_contract
+    from agentworld.eval.rules.contract import measure_contract
 
     samples = load_samples([CORPUS])
     assert len(samples) >= 250 and {s.domain for s in samples} == {"web"}

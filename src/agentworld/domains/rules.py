@@ -6,7 +6,7 @@ echo, computation results, reads of files written earlier in the session) must m
 (timestamps, PIDs, ids, sizes, speeds) is checked for format and range. Each domain's plugin names a
 small :class:`DomainRules` (how to cut a text into comparable units, how to classify them, how to
 check structure, which units are *frame*, and what a predictor that knows only the frame writes);
-domains without one use :data:`GENERIC`. The scoring itself is :mod:`agentworld.eval.rules`.
+domains without one use :data:`GENERIC`. The scoring itself is :mod:`agentworld.eval.rules.scores`.
 """
 
 from __future__ import annotations

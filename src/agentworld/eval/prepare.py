@@ -38,11 +38,11 @@ RuleFn = Callable[[str, str, str, BenchSample], Any]
 
 
 def load_rules() -> RuleFn | None:
-    """``agentworld.eval.rules.score_rules`` when that module is installed, else None."""
+    """``agentworld.eval.rules.scores.score_rules`` when that module is installed, else None."""
     try:
-        module = importlib.import_module("agentworld.eval.rules")
+        module = importlib.import_module("agentworld.eval.rules.scores")
     except ModuleNotFoundError as exc:
-        if exc.name != "agentworld.eval.rules":
+        if exc.name != "agentworld.eval.rules.scores":
             raise
         return None
     fn: RuleFn | None = getattr(module, "score_rules", None)
@@ -164,7 +164,7 @@ def _own_left_out(config: EvalConfig, samples: list[BenchSample]) -> Callable[[B
     """The retrieval backend's ``exclude``: the samples' own recordings ``--exclude-own`` leaves out."""
     if config.model != "retrieval" or config.model_base_url:
         return None
-    from agentworld.eval.own_recordings import recordings_to_leave_out
+    from agentworld.eval.heldout.own_recordings import recordings_to_leave_out
     from agentworld.models.retrieval_own import leaving_out
 
     left = recordings_to_leave_out(config.exclude_own, samples)

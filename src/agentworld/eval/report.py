@@ -19,9 +19,9 @@ from typing import Any
 
 from agentworld.domains.registry import domain_names
 from agentworld.errors import AgentWorldError
-from agentworld.eval.baselines import BASELINES
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
-from agentworld.eval.ruletier import rule_tier
+from agentworld.eval.rules.baselines import BASELINES
+from agentworld.eval.rules.context import rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.eval.score import score_rows
 from agentworld.io import atomic_write_text

@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentworld.eval.baselines import BASELINES
 from agentworld.eval.records import (
     JudgmentRow,
     PredictionRow,
@@ -26,7 +25,8 @@ from agentworld.eval.records import (
     as_prediction,
     as_rule,
 )
-from agentworld.eval.ruletier import RuleTier, rule_tier
+from agentworld.eval.rules.baselines import BASELINES
+from agentworld.eval.rules.context import RuleTier, rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.schema import DOMAIN_NAMES, OFFICIAL_DEFAULT_DOMAIN, BenchSample

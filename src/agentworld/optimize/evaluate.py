@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from agentworld.domains.registry import DomainRegistry
 from agentworld.eval.infer import model_request, predict
 from agentworld.eval.judge import JudgeSettings, combine_scores, judge_percent, judge_sample
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.models.base import ChatBackend
 from agentworld.models.cache import ResponseCache
 from agentworld.optimize.config import PromptOptConfig

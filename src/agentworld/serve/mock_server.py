@@ -41,7 +41,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
 from agentworld.eval import templates
-from agentworld.eval.corruptions import corrupt_observation, hash_uniform
+from agentworld.eval.rules.corruptions import corrupt_observation, hash_uniform
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
 from agentworld.schema import strip_marker as _strip
 from agentworld.serve import mock_flavours as flavours

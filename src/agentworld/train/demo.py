@@ -13,7 +13,7 @@ terminal recordings (``agentworld.corpus``):
 3. SFT through the data pipeline (expansion, information-theoretic masks) and ``train sft``;
 4. the GGUF export (q8_0) and the same ``eval run`` after;
 5. the table: the rule tier (content and frame), closed tags and the loss of the target, before and
-   after, beside the trivial predictors scored on the same turns (:mod:`agentworld.eval.baselines`)
+   after, beside the trivial predictors scored on the same turns (:mod:`agentworld.eval.rules.baselines`)
    and as skill over the strongest of them.
 
 Both runs stay in ``OUT/runs`` (``agentworld eval compare --run OUT/runs/before --run OUT/runs/after``
@@ -74,12 +74,12 @@ class TrainDemoResult:
     """Share of held-out predictions with a complete ``<predicted_observation>`` block."""
     closed_after: float
     baselines: dict[str, float]
-    """Rule tier of each trivial predictor (:mod:`agentworld.eval.baselines`) on the same rows."""
+    """Rule tier of each trivial predictor (:mod:`agentworld.eval.rules.baselines`) on the same rows."""
     skill_before: float | None
     """``rules_before`` as skill over the frame-only baseline, ``(s - b) / (100 - b)``."""
     skill_after: float | None
     strongest: float
-    """The best trivial predictor's mean on the same rows (:func:`agentworld.eval.baselines.strongest`)."""
+    """The best trivial predictor's mean on the same rows (``eval.rules.baselines.strongest``)."""
     skill_over_strongest_before: float | None
     """``rules_before`` as skill over :attr:`strongest`: above 0 only where the model beats every one."""
     skill_over_strongest_after: float | None
@@ -125,7 +125,7 @@ def _run_stats(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
 
 def run_train_demo(config: TrainDemoConfig, console: Console | None = None) -> TrainDemoResult:
     """Measure, train, export, measure again; print the table and write the report."""
-    from agentworld.eval.baselines import skill
+    from agentworld.eval.rules.baselines import skill
     from agentworld.eval.runner import run_eval
     from agentworld.train.small_lm import SmallLMRecipe, eval_config, sft_config, train
 

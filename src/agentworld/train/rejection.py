@@ -28,7 +28,7 @@ from agentworld.data.types import TrainSample
 from agentworld.domains.registry import DOMAINS
 from agentworld.eval.infer import BACKEND_ERRORS
 from agentworld.eval.judge import combine_scores, judge_percent, rubric_messages
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.io import atomic_write_jsonl
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import JudgeParseError, parse_judge, parse_prediction, split_thinking

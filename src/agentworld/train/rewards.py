@@ -47,7 +47,7 @@ from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.domains.registry import DOMAINS, DomainRegistry
 from agentworld.eval.infer import BACKEND_ERRORS
 from agentworld.eval.judge import rubric_messages
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.parsing import JudgeParseError, parse_judge, split_thinking
 from agentworld.schema import BenchSample

@@ -1,6 +1,6 @@
 """Rule scoring for search: result-list structure, exact URLs and titles, page text, memory results.
 
-Frame and content (see :mod:`agentworld.eval.rules`): the *frame* is what knowing the official format
+Frame and content (see :mod:`agentworld.eval.rules.scores`): the *frame* is what knowing the official format
 and the action gives for free — result numbers ``[n]`` and ``Date:`` lines, and the success message of a
 memory write (``Successfully added items of [...] to memory.``, a function of the action). Everything
 else is content. Content tiers:

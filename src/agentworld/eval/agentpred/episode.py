@@ -27,7 +27,7 @@ from agentworld.eval.agentpred.prompt import (
     without_prediction,
 )
 from agentworld.eval.agentpred.tasks import PredictionTask
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.io import AsyncJournal
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache

@@ -4,7 +4,7 @@ Per-step fidelity compares each observation the simulator showed with what the r
 returns *for the same action*: up to the first divergence that is the real episode itself; once the
 agent's actions differ, the real environment is re-run on the simulator's actions (a fresh one, the
 same setup), so every simulated step has its real counterpart. The scores are the rule tier's
-(:func:`agentworld.eval.rules.score_rules`, the step as an AgentWorldBench row with the real history)
+(:func:`agentworld.eval.rules.scores.score_rules`, the step as an AgentWorldBench row with the real history)
 and, with a judge, the rubric's total.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from agentworld.domains.hooks import domain_actions
 from agentworld.eval.closedloop.episode import Trajectory
 from agentworld.eval.closedloop.tasks import ClosedLoopTask
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.scores import score_rules
 from agentworld.schema import BenchSample
 
 

@@ -2,7 +2,7 @@
 
 Why: a rule-tier overall of 40 means little until one knows that knowing only the format already
 scores, say, 35. So every summary shows, on the very samples the model's rule score covers, the mean
-rule overall of the trivial predictors of :mod:`agentworld.eval.baselines` and the model's skill over
+rule overall of the trivial predictors of :mod:`agentworld.eval.rules.baselines` and the model's skill over
 the frame-only one and over the strongest of them. And when a run also has rubric judgments, the
 Spearman rank correlation between the rule overall and the rubric total per domain says how far the
 cheap, judge-free tier can stand in for the judge.
@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agentworld.eval.baselines import BASELINES, baseline_scores, skill, strongest
 from agentworld.eval.records import JudgmentRow, RuleRow, as_judgment, as_rule
+from agentworld.eval.rules.baselines import BASELINES, baseline_scores, skill, strongest
 from agentworld.schema import DOMAIN_NAMES, BenchSample
 
 MIN_CORRELATION_N = 3
@@ -83,7 +83,7 @@ class RuleTierLine(BaseModel):
     baselines: dict[str, float]
     skill_over_frame_only: float | None
     strongest: float = 0.0
-    """The best baseline mean on these samples (:func:`~agentworld.eval.baselines.strongest`)."""
+    """The best baseline mean on these samples (:func:`~agentworld.eval.rules.baselines.strongest`)."""
     skill_over_strongest: float | None = None
     """Skill over :attr:`strongest`: above 0 only where the model beats every trivial answer."""
     rule_rubric_spearman: Correlation | None = None

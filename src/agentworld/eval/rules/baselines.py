@@ -22,7 +22,7 @@ from statistics import fmean
 from agentworld.domains.base import plugin
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.domains.rules import Session, clean, rules_for
-from agentworld.eval.rules import frame_only_prediction, score_rules
+from agentworld.eval.rules.scores import frame_only_prediction, score_rules
 from agentworld.schema import BenchSample, load_samples
 
 BASELINES: tuple[str, ...] = ("frame_only", "empty", "repeat_previous", "constant")

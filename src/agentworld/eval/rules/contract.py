@@ -2,7 +2,7 @@
 
 Why: a judge-free score is only worth reporting if an answer that knows nothing scores near zero,
 the truth near 100, and a score falls as predictions get worse. :func:`measure_contract` computes,
-on the same samples: the truth, the trivial baselines (:mod:`agentworld.eval.baselines`), the
+on the same samples: the truth, the trivial baselines (:mod:`agentworld.eval.rules.baselines`), the
 retrieval baseline with each trajectory left out of its own index, and the truth corrupted the
 way the mock server corrupts it (the same nested, seeded choice of samples, so a higher rate only
 adds corrupted samples). :meth:`ContractReport.violations` names what fails; a domain's test
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 
-from agentworld.eval.baselines import BASELINES, baseline_scores
-from agentworld.eval.corruptions import KINDS
-from agentworld.eval.rules import score_rules
+from agentworld.eval.rules.baselines import BASELINES, baseline_scores
+from agentworld.eval.rules.corruptions import KINDS
+from agentworld.eval.rules.scores import score_rules
 from agentworld.schema import BenchSample, strip_marker, trajectory_id
 
 RATES: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0)
@@ -35,7 +35,7 @@ class ContractReport:
     with_content: int
     truth: float
     baselines: dict[str, float]
-    """Each trivial predictor (:data:`~agentworld.eval.baselines.BASELINES`) on every sample."""
+    """Each trivial predictor (:data:`~agentworld.eval.rules.baselines.BASELINES`) on every sample."""
     baselines_with_content: dict[str, float]
     """The same on the samples whose truth has content."""
     retrieval: float | None
@@ -93,7 +93,7 @@ def trajectory_of(sample: BenchSample) -> str:
 
 def corrupted_truths(samples: Sequence[BenchSample], rate: float, seed: int = 0) -> list[str]:
     """Each truth, or its corruption where the mock server at ``rate`` (and ``seed``) corrupts it."""
-    from agentworld.eval.corruptions import corrupt_observation, hash_uniform
+    from agentworld.eval.rules.corruptions import corrupt_observation, hash_uniform
 
     return [corrupt_observation(s.ground_truth, f"{seed}:{s.id}")
             if hash_uniform(seed, "corrupt", s.id) < rate else s.ground_truth for s in samples]

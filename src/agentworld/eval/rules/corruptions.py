@@ -7,7 +7,7 @@ bad world model's answers) and the evaluation contract (which scores them) agree
 errors passes it. A world model that has learnt the format gets *one* thing wrong: a test count,
 a title, the order of two results, one line too many or too few. Each of the small kinds
 (:data:`KINDS`) makes exactly one such change, chosen by a seeded hash of a token, so the contract
-(:mod:`agentworld.eval.contract`) can ask that ``verified`` (the GSPO rule reward) rejects them.
+(:mod:`agentworld.eval.rules.contract`) can ask that ``verified`` (the GSPO rule reward) rejects them.
 A change counts only where it changes what the observation says: not inside runtime metadata (a
 time, a duration, a commit id may differ between two runs of the same action) and not a reordering
 of a JSON object's keys. A kind returns None where it has nothing to change.

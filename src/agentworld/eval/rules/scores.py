@@ -17,7 +17,7 @@ truth has content, ``overall = content × (0.5 + 0.5 × structure / 100)``: a fr
 scores about 0, and a perfect frame cannot make up for missing content. When the truth has none,
 the content part is whether the prediction has none either, and ``overall = content × structure /
 100``: the frame is all there is to get right. Trivial predictors (frame-only, empty, repeat the
-previous observation) anchor the scale: :mod:`agentworld.eval.baselines`.
+previous observation) anchor the scale: :mod:`agentworld.eval.rules.baselines`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Held-out hygiene: what a corpus already holds of an evaluated set; what ``--exclude-own`` leaves out."""
