@@ -88,7 +88,7 @@ LAYERS: dict[str, int] = {
     **dict.fromkeys(("models", "endpoints"), 3),
     "sim": 4,
     **dict.fromkeys(("serve", "synth", "eval", "data", "train", "plan", "optimize", "demo", "demo_cli",
-                     "record_cli", "cli", "doctor",
+                     "record_cli", "cli", "cli_docs", "doctor",
                      "__main__", "__init__"), 5),
 }
 """Layer of each top-level module or package of ``agentworld``: ``schema`` (and the foundation it shares
