@@ -94,7 +94,7 @@ def warm_start(out: Path, args: argparse.Namespace) -> Path:
     """The shared starting point of every arm: behaviour cloning on synthesized worlds' reference plans.
 
     Why: from the packaged model no arm keeps anything (cold start: 0 of 256 real episodes passed, see
-    README), so rejection sampling has nothing to learn from. The demonstrations come from worlds no
+    docs/results.md), so rejection sampling has nothing to learn from. The demonstrations come from worlds no
     arm acts in (other (world, task) pairs than the synth arm's), replayed through the simulator with
     ``world-state`` observations, so no real server and no test template is involved.
     """

@@ -2,7 +2,7 @@
 
 The acceptance runs: the mock server replaying the ground truth recorded from the real episodes
 (under the simulator's own messages) gives full outcome agreement and no divergence under every arm;
-the retrieval baseline (offline) gives the measured gap quoted in the README. Everything real runs
+the retrieval baseline (offline) gives the measured gap quoted in docs/results.md. Everything real runs
 for real (bash in the sandbox, the mock over HTTP on 127.0.0.1, the CLI in a subprocess).
 """
 
@@ -73,7 +73,7 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
     assert "Closed-loop sim-to-real gap" in page and "no divergence" in page and "differs" not in page
 
 
-RETRIEVAL = {  # measured: the README's finding (scripted agent, 7 terminal tasks, seed 0)
+RETRIEVAL = {  # measured: the finding in docs/results.md (scripted agent, 7 terminal tasks, seed 0)
     "bare": {"outcome_agreement": 0.0, "diverged": 6, "rule_fidelity": 12.5, "real_routed_share": 0.0},
     "ledger": {"outcome_agreement": 0.0, "diverged": 6, "rule_fidelity": 12.5, "real_routed_share": 0.0},
     "router": {"outcome_agreement": 71.4, "diverged": 2, "rule_fidelity": 85.71, "real_routed_share": 83.3},

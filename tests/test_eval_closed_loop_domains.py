@@ -3,7 +3,7 @@
 Per domain, a few tasks of ``examples/closed_loop/<domain>_tasks.jsonl`` run with the scripted agent:
 the mock server replaying the ground truth recorded from the real episodes must agree on every outcome
 and never diverge, under a plain arm and under the ledger with the router; the retrieval baseline on
-search gives the measured gap the README quotes. Real servers (MCP over stdio), a real BM25 index over
+search gives the measured gap docs/results.md quotes. Real servers (MCP over stdio), a real BM25 index over
 the installed Python documentation, real tools in the sandboxed SWE workspace; the mock over HTTP.
 Everything runs in this process, so the search index is built once.
 """
@@ -119,7 +119,7 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
     assert "no divergence" in page and "differs" not in page
 
 
-SEARCH_RETRIEVAL = {  # measured: the README's search row (scripted agent, 5 search tasks, seed 0)
+SEARCH_RETRIEVAL = {  # measured: docs/results.md's search row (scripted agent, 5 search tasks, seed 0)
     "bare": {"outcome_agreement": 40.0, "diverged": 4, "rule_fidelity": 4.92, "real_routed_share": 0.0},
     "ledger+router": {"outcome_agreement": 100.0, "diverged": 0, "rule_fidelity": 100.0,
                       "real_routed_share": 100.0},

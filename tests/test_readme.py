@@ -77,3 +77,11 @@ def test_the_readme_command_map_names_every_command() -> None:
     table = text[text.index("## Commands"):text.index("\n## ", text.index("## Commands") + 1)]
     rows = re.findall(r"^\| `agentworld ([a-z-]+)` \|", table, re.M)
     assert rows == [name for name, entry in COMMANDS.items() if not entry.hidden]
+
+
+def test_the_readme_links_resolve() -> None:
+    """Its relative links point at files of the repository (GitHub renders them; mkdocs never sees it)."""
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(((?!https?:|#)[^)#]+)(?:#[^)]*)?\)", text)
+    assert targets
+    assert [t for t in targets if not (ROOT / t).exists()] == []
