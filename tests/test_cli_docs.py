@@ -7,6 +7,7 @@ group, a hidden alias, a required option, a field of a nested config.
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import re
 import shutil
@@ -104,6 +105,12 @@ def test_each_generated_command_links_its_config() -> None:
         config = config_of(doc.command.callback)
         if config is not None:
             assert f"(config.md#{config_anchor(config)})" in _sections(text)[doc.name], doc.name
+
+
+def test_the_module_example_holds() -> None:
+    from agentworld import cli_docs
+
+    assert doctest.testmod(cli_docs).attempted >= 1 and doctest.testmod(cli_docs).failed == 0
 
 
 def test_type_names_read_as_written() -> None:
