@@ -75,8 +75,14 @@ def test_the_readme_command_map_names_every_command() -> None:
 
     text = README.read_text(encoding="utf-8")
     table = text[text.index("## Commands"):text.index("\n## ", text.index("## Commands") + 1)]
-    rows = re.findall(r"^\| `agentworld ([a-z-]+)` \|", table, re.M)
-    assert rows == [name for name, entry in COMMANDS.items() if not entry.hidden]
+    rows = re.findall(r"^\| `agentworld ([a-z-]+)` \|(.*)$", table, re.M)
+    assert [name for name, _ in rows] == [name for name, entry in COMMANDS.items() if not entry.hidden]
+    root = typer.main.get_command(app)
+    for name, row in rows:
+        group = root.get_command(None, name)  # type: ignore[attr-defined]
+        subs = group.list_commands(None) if hasattr(group, "list_commands") else []
+        missing = [sub for sub in subs if f"`{sub}`" not in row and f"`{name} {sub}`" not in row]
+        assert missing == [], f"README command map: agentworld {name} does not name {missing}"
 
 
 def test_the_readme_links_resolve() -> None:
