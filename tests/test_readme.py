@@ -91,3 +91,14 @@ def test_the_readme_links_resolve() -> None:
     targets = re.findall(r"\]\(((?!https?:|#)[^)#]+)(?:#[^)]*)?\)", text)
     assert targets
     assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def test_paths_named_in_the_docs_exist() -> None:
+    """Files outside docs/ are named as code spans (mkdocs cannot link them, so it cannot check them): each
+    named repository path must exist, so a moved file fails here and not in a reader's hands."""
+    span = re.compile(r"`((?:src|tests|benchmarks|examples|configs|environments|docs|\.ci)/[^`\s]*)`")
+    named = [(page.relative_to(ROOT), found.group(1).rstrip(".,:;)")) for page in PAGES
+             for found in span.finditer(page.read_text(encoding="utf-8"))]
+    concrete = [(page, path) for page, path in named if not set(path) & set("<*{…")]
+    assert len(concrete) >= 100
+    assert [f"{page}: {path}" for page, path in concrete if not (ROOT / path).exists()] == []
