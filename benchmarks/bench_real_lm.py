@@ -162,7 +162,7 @@ def _free_port() -> int:
 
 
 def served_arm(out: Path, gguf: Path, data: list[Path], recipe: SmallLMRecipe) -> None:
-    """The GGUF behind ``python -m llama_cpp.server`` (the README's recipe), evaluated over HTTP."""
+    """The GGUF behind ``python -m llama_cpp.server`` (the serving guide's recipe), evaluated over HTTP."""
     import httpx
 
     if (out / "runs" / "sft-served" / "scores.json").is_file():
@@ -190,7 +190,7 @@ def served_arm(out: Path, gguf: Path, data: list[Path], recipe: SmallLMRecipe) -
 def uses(out: Path, gguf: Path, wanted: set[str], use_timeout: float) -> None:
     """Step 8: the trained model (its GGUF carries its prompt view) as the world model of ``eval probes``,
     ``eval closed-loop`` (terminal tasks, scripted agent) and ``bench_plan.py``, each beside retrieval (the
-    oracle mock's numbers: bench_plan runs it; the README's closed-loop and probes tables have them)."""
+    oracle mock's numbers: bench_plan runs it; docs/results.md's closed-loop and probes tables have them)."""
     folder = out / "uses"
     folder.mkdir(exist_ok=True)
     agentworld = [sys.executable, "-m", "agentworld"]
@@ -226,8 +226,8 @@ def uses(out: Path, gguf: Path, wanted: set[str], use_timeout: float) -> None:
 
 def table(out: Path) -> dict[str, Any]:
     """The held-out table: rule overall per domain for every finished run, baselines, intervals."""
-    from agentworld.eval.compare.command import compare
-    from agentworld.eval.compare.config import CompareConfig
+    from agentworld.eval.compare.command.command import compare
+    from agentworld.eval.compare.command.config import CompareConfig
     from agentworld.eval.runfolder import is_run_folder
 
     runs = {p.name: p for p in sorted((out / "runs").iterdir()) if (p / "scores.json").is_file()} \

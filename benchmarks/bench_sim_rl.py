@@ -36,7 +36,7 @@ from typing import Any
 
 from agentworld.domains.mcp.task_env import RealTaskEnv as RealEnv
 from agentworld.domains.mcp.task_suite import start, test_tasks, train_tasks
-from agentworld.eval.compare.stats import paired_bootstrap
+from agentworld.eval.compare.command.stats import paired_bootstrap
 from agentworld.io import atomic_write_text
 from agentworld.models.base import create_backend
 from agentworld.synth.task_env import WorldTaskEnv
@@ -94,7 +94,7 @@ def warm_start(out: Path, args: argparse.Namespace) -> Path:
     """The shared starting point of every arm: behaviour cloning on synthesized worlds' reference plans.
 
     Why: from the packaged model no arm keeps anything (cold start: 0 of 256 real episodes passed, see
-    README), so rejection sampling has nothing to learn from. The demonstrations come from worlds no
+    docs/results.md), so rejection sampling has nothing to learn from. The demonstrations come from worlds no
     arm acts in (other (world, task) pairs than the synth arm's), replayed through the simulator with
     ``world-state`` observations, so no real server and no test template is involved.
     """

@@ -1,4 +1,4 @@
-"""Wall time of verifiers rollout groups in the agentworld-sim environment (README, "Train with verifiers").
+"""Wall time of verifiers rollout groups in the agentworld-sim environment (docs/guides/simulate.md).
 
 The agent is a stub OpenAI-compatible endpoint (one tool call per rollout, then a final answer), the world
 model the mock server; both on 127.0.0.1. Prints the load time and each group size's time side by side.

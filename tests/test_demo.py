@@ -1,4 +1,4 @@
-"""The README's main job end to end: record real sessions, simulate (held-out retrieval), score, report."""
+"""The quick start's job end to end: record real sessions, simulate (held-out retrieval), score, report."""
 
 from __future__ import annotations
 

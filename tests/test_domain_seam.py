@@ -95,7 +95,7 @@ LAYERS: dict[str, int] = {
     "optimize": 10,
     "train": 11,
     **dict.fromkeys(("doctor", "demo"), 12),
-    **dict.fromkeys(("demo_cli", "record_cli", "cli", "__main__", "__init__"), 13),
+    **dict.fromkeys(("demo_cli", "record_cli", "cli", "cli_docs", "__main__", "__init__"), 13),
 }
 """The floor of each top-level module or package of ``agentworld``; a unit imports only its own floor and
 those below, and units on one floor never import each other in a cycle.

@@ -3,7 +3,7 @@
 Per domain, a few tasks of ``examples/closed_loop/<domain>_tasks.jsonl`` run with the scripted agent:
 the mock server replaying the ground truth recorded from the real episodes must agree on every outcome
 and never diverge, under a plain arm and under the ledger with the router; the retrieval baseline on
-search gives the measured gap the README quotes. Real servers (MCP over stdio), a real BM25 index over
+search gives the measured gap docs/results.md quotes. Real servers (MCP over stdio), a real BM25 index over
 the installed Python documentation, real tools in the sandboxed SWE workspace; the mock over HTTP.
 Everything runs in this process, so the search index is built once.
 """
@@ -23,11 +23,11 @@ import pytest
 
 from agentworld.envs.sandbox import missing_tools
 from agentworld.envs.search_index import default_docs_dir
-from agentworld.eval.closedloop.agent import candidate_agents
-from agentworld.eval.closedloop.command import run_closed_loop
-from agentworld.eval.closedloop.config import ClosedLoopConfig
-from agentworld.eval.closedloop.tasks import load_tasks
-from agentworld.eval.closedloop.truth import record_real, truth_rows
+from agentworld.eval.closedloop.command.agent import candidate_agents
+from agentworld.eval.closedloop.command.command import run_closed_loop
+from agentworld.eval.closedloop.command.config import ClosedLoopConfig
+from agentworld.eval.closedloop.command.tasks import load_tasks
+from agentworld.eval.closedloop.command.truth import record_real, truth_rows
 from agentworld.io import atomic_write_jsonl
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
@@ -120,7 +120,7 @@ def test_the_mock_replaying_ground_truth_agrees_on_every_outcome_and_never_diver
     assert "no divergence" in page and "differs" not in page
 
 
-SEARCH_RETRIEVAL = {  # measured: the README's search row (scripted agent, 5 search tasks, seed 0)
+SEARCH_RETRIEVAL = {  # measured: docs/results.md's search row (scripted agent, 5 search tasks, seed 0)
     "bare": {"outcome_agreement": 40.0, "diverged": 4, "rule_fidelity": 4.92, "real_routed_share": 0.0},
     "ledger+router": {"outcome_agreement": 100.0, "diverged": 0, "rule_fidelity": 100.0,
                       "real_routed_share": 100.0},
@@ -145,9 +145,9 @@ def test_the_retrieval_model_on_search_answers_from_search_rows_and_shows_the_me
 
 def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m agentworld.eval.closedloop.truth`` on the notes domain (``tests/example_domain``)."""
+    """``python -m agentworld.eval.closedloop.command.truth`` on the notes domain (``tests/example_domain``)."""
     monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
-    from agentworld.eval.closedloop.truth import main
+    from agentworld.eval.closedloop.command.truth import main
 
     task = {"id": "fruit", "domain": "notes", "goal": "Show the fruit.", "setup": ["set fruit pear"],
             "candidates": ["get fruits", "get fruit"], "errors": [r"^\(no such key"], "check": "list",

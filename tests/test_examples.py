@@ -1,4 +1,5 @@
-"""The runnable examples in examples/ and the README's piped shell session run offline as documented."""
+"""The runnable examples in examples/ and the piped shell session of docs/guides/simulate.md run offline
+as documented."""
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def test_trl_env() -> None:
 
 @pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None, reason="needs bubblewrap and tmux")
 def test_readme_piped_shell() -> None:
-    """README: printf 'echo hi\\nls\\n:state\\n:quit\\n' | agentworld shell --route real"""
+    """docs/guides/simulate.md, Shell:
+    printf 'echo hi\\nls\\n:state\\n:quit\\n' | agentworld shell --route real"""
     proc = subprocess.run([sys.executable, "-c", "from agentworld.cli import main; main()", "shell",
                            "--route", "real"], input="echo hi\nls\n:state\n:quit\n", capture_output=True,
                           text=True, timeout=60)

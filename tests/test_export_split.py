@@ -1,4 +1,4 @@
-"""Exports keep the split: ``data process`` on the README's pipeline config, every format read back the
+"""Exports keep the split: ``data process`` on the data guide's pipeline config, every format read back the
 way its consumer reads it, and no trajectory on both sides.
 
 Each consumer's loader: TRL and ms-swift rows through ``datasets.load_dataset("json", ...)`` (what
@@ -33,7 +33,7 @@ Key = tuple[str, tuple[tuple[str, str], ...], str, str]
 
 
 def _config(tmp_path: Path, fmt: str) -> Path:
-    """The README's example config, its output moved into ``tmp_path``, with a split that gives both sides.
+    """The data guide's config, its output moved into ``tmp_path``, with a split that gives both sides.
 
     Inputs that are not here (the tau-bench logs live outside the repository) are left out.
     """

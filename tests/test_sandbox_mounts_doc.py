@@ -1,4 +1,4 @@
-"""The README says exactly which host folders the sandbox mounts: the ones ``Sandbox.argv`` binds.
+"""The recording guide says exactly which host folders the sandbox mounts: the ones ``Sandbox.argv`` binds.
 
 It used to say the SWE sandbox did not mount the host's files at all, while bubblewrap bind-mounts
 the host's ``/usr`` and ``/etc`` read-only.
@@ -13,17 +13,17 @@ import pytest
 
 from agentworld.envs.sandbox import Sandbox, missing_tools
 
-README = Path(__file__).parents[1] / "README.md"
+GUIDE = Path(__file__).parents[1] / "docs" / "guides" / "record.md"
 
 
 def _swe_section() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index("A coding agent's tools, as Qwen Code names them")
     return text[start:text.index("\n\n", start)]
 
 
 @pytest.mark.skipif(bool(missing_tools()), reason=f"needs {missing_tools()}")
-def test_readme_names_every_host_folder_the_sandbox_binds() -> None:
+def test_the_guide_names_every_host_folder_the_sandbox_binds() -> None:
     with Sandbox() as box:
         argv = box.argv(["true"])
     host = [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")
@@ -33,5 +33,5 @@ def test_readme_names_every_host_folder_the_sandbox_binds() -> None:
     section = " ".join(_swe_section().split())
     assert "not even mounted" not in section
     for folder in host:
-        assert re.search(rf"`{re.escape(folder)}`", section), f"README does not name {folder}"
+        assert re.search(rf"`{re.escape(folder)}`", section), f"docs/guides/record.md does not name {folder}"
     assert "read-only" in section

@@ -133,11 +133,23 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
+    setattr(command, CONFIG_ATTRIBUTE, config_cls)  # typer's wrapper copies it: see config_of
     command.__doc__ = help or (config_cls.__doc__ or "").strip()
     if name is None:
         app.callback(invoke_without_command=True)(command)
     else:
         app.command(name=name, hidden=hidden)(command)
+
+
+CONFIG_ATTRIBUTE = "__agentworld_config__"
+"""Attribute of a command's callback naming the config class its options come from."""
+
+
+def config_of(callback: Callable[..., Any] | None) -> type[BaseModel] | None:
+    """The config class a click command's ``callback`` was generated from by :func:`config_command`,
+    or ``None`` for a hand-written command (typer's wrapper keeps the attribute: ``update_wrapper``)."""
+    found = getattr(callback, CONFIG_ATTRIBUTE, None)
+    return found if isinstance(found, type) and issubclass(found, BaseModel) else None
 
 
 def command_label() -> str:

@@ -9,7 +9,7 @@ request crosses the event loop about seven times (the HTTP task hands it to the 
 the session's dispatcher spawns a task for it, the answer goes back through the session's write
 stream and a router task to the request's own stream). Each crossing waits behind whatever else is
 ready, so with 1,000 sessions on a busy loop the step overhead's p99 was 18–35 ms against 3 ms for
-the stateless revision (``benchmarks/bench_scale.py``; see the README's scale section). Here the
+the stateless revision (``benchmarks/bench_scale.py``; see docs/guides/scale.md). Here the
 request is handled by the SDK's own handler kernel (:class:`~mcp.server.runner.ServerRunner`: the
 same initialize negotiation, validation and error mapping) directly in the HTTP task, in JSON
 response mode; a session is a :class:`~mcp.server.connection.Connection` and a kernel, no task.

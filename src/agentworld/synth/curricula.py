@@ -10,7 +10,7 @@ changes state would hide whether it happened, which is a different lesson.
 
 The rates are high on purpose: a curriculum teaches only in the episodes where it fires. A task of
 3–4 calls with one list read and one repeated read meets a fault in ≥ 80% of its episodes at these
-rates (measured on 1,000 offline worlds: README, "Train an agent in simulation"); at the old 0.2
+rates (measured on 1,000 offline worlds: docs/guides/synthesize.md, "Many worlds per seed"); at the old 0.2
 intermittent and 0.5 stale rates half the episodes of such a task ran clean.
 """
 

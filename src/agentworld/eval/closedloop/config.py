@@ -30,7 +30,7 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
                                  "candidates in order, the next only after an observation showing an error "
                                  "(offline).")
     tasks: Path = Field(description="Tasks JSONL (id, domain, goal, expect, setup, candidates, check, "
-                        "errors, max_steps, spec); see the README section on eval closed-loop.")
+                        "errors, max_steps, spec); see docs/guides/evaluate.md, eval closed-loop.")
     domains: list[str] = Field(default_factory=list,
                                description="Only tasks of these domains (repeat or d1,d2).")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks (after --domains).")
