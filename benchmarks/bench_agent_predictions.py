@@ -3,7 +3,7 @@
 What it measures: ``agentworld eval agent-predictions --model NAME`` over the built-in terminal
 held-out tasks (scenarios kept out of the shipped corpus), every action run for real in the sandboxed
 shell, with the scripted agent whose *imagination* is a world model
-(:class:`agentworld.eval.agentpred.command.imagine.ImaginingAgent`): before each fixed action it asks the world
+(:class:`agentworld.eval.agentpred.imagine.ImaginingAgent`): before each fixed action it asks the world
 model (default: the offline ``retrieval`` backend over the shipped corpus, which holds no recording of
 the held-out tasks; ``--keep-heldout`` matters only for a corpus that does) what the action
 will show, given the real history it has seen, and answers with that prediction. Beside it, from the
@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentworld.eval.agentpred.command.command import run_agent_predictions
-from agentworld.eval.agentpred.command.config import AgentPredConfig
-from agentworld.eval.agentpred.command.summary import render_text
+from agentworld.eval.agentpred.command import run_agent_predictions
+from agentworld.eval.agentpred.config import AgentPredConfig
+from agentworld.eval.agentpred.summary import render_text
 
 
 def main() -> None:

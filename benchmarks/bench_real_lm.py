@@ -226,8 +226,8 @@ def uses(out: Path, gguf: Path, wanted: set[str], use_timeout: float) -> None:
 
 def table(out: Path) -> dict[str, Any]:
     """The held-out table: rule overall per domain for every finished run, baselines, intervals."""
-    from agentworld.eval.compare.command.command import compare
-    from agentworld.eval.compare.command.config import CompareConfig
+    from agentworld.eval.compare.command import compare
+    from agentworld.eval.compare.config import CompareConfig
     from agentworld.eval.runfolder import is_run_folder
 
     runs = {p.name: p for p in sorted((out / "runs").iterdir()) if (p / "scores.json").is_file()} \

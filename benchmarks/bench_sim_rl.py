@@ -36,7 +36,7 @@ from typing import Any
 
 from agentworld.domains.mcp.task_env import RealTaskEnv as RealEnv
 from agentworld.domains.mcp.task_suite import start, test_tasks, train_tasks
-from agentworld.eval.compare.command.stats import paired_bootstrap
+from agentworld.eval.compare.stats import paired_bootstrap
 from agentworld.io import atomic_write_text
 from agentworld.models.base import create_backend
 from agentworld.synth.task_env import WorldTaskEnv

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agentworld.envs import missing_tools
-from agentworld.eval.agentpred.command.prompt import NEXT_ACTION, read_history
+from agentworld.eval.agentpred.prompt import NEXT_ACTION, read_history
 from agentworld.schema import Message
 from serving import chat_server
 

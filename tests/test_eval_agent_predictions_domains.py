@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentworld.eval.agentpred.command.prompt import NEXT_ACTION, read_history
+from agentworld.eval.agentpred.prompt import NEXT_ACTION, read_history
 from agentworld.schema import Message
 from serving import chat_server
 

@@ -18,9 +18,9 @@ import pytest
 from agentworld.corpus import corpus_path
 from agentworld.domains.base import plugin
 from agentworld.envs import missing_tools
-from agentworld.eval.agentpred.command.command import select_tasks
-from agentworld.eval.agentpred.command.config import AgentPredConfig
-from agentworld.eval.agentpred.command.imagine import imagination
+from agentworld.eval.agentpred.command import select_tasks
+from agentworld.eval.agentpred.config import AgentPredConfig
+from agentworld.eval.agentpred.imagine import imagination
 from agentworld.schema import trajectory_id as trajectory_of
 
 needs_sandbox = pytest.mark.skipif(bool(missing_tools()) or shutil.which("tmux") is None, reason=(

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from agentworld.envs.sandbox import missing_tools
-from agentworld.eval.closedloop.command.agent import candidate_agents
-from agentworld.eval.closedloop.command.tasks import load_tasks
-from agentworld.eval.closedloop.command.truth import record_real, truth_rows
+from agentworld.eval.closedloop.agent import candidate_agents
+from agentworld.eval.closedloop.tasks import load_tasks
+from agentworld.eval.closedloop.truth import record_real, truth_rows
 from agentworld.io import atomic_write_jsonl
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
@@ -117,8 +117,8 @@ def test_the_retrieval_model_shows_the_measured_gap_and_a_killed_run_resumes_wit
 @real_sandbox
 def test_a_chat_agent_sees_the_simulated_observation_and_a_wrong_one_flips_the_outcome(
         tmp_path: Path) -> None:
-    from agentworld.eval.closedloop.command.command import run_closed_loop
-    from agentworld.eval.closedloop.command.config import ClosedLoopConfig
+    from agentworld.eval.closedloop.command import run_closed_loop
+    from agentworld.eval.closedloop.config import ClosedLoopConfig
     from agentworld.models.base import ChatRequest
     from agentworld.models.scripted import ScriptedBackend
 
@@ -177,8 +177,8 @@ def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest
     """The notes domain (``tests/example_domain``): its environment and error text come from its plugin
     and the task; a world model that replays the notebook agrees, one that answers OK to all does not."""
     monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
-    from agentworld.eval.closedloop.command.command import run_closed_loop
-    from agentworld.eval.closedloop.command.config import ClosedLoopConfig
+    from agentworld.eval.closedloop.command import run_closed_loop
+    from agentworld.eval.closedloop.config import ClosedLoopConfig
     from agentworld.models.base import ChatRequest
     from agentworld.models.scripted import ScriptedBackend
     from example_domain.env import Notebook
@@ -213,9 +213,9 @@ def test_a_domain_known_only_from_its_plugin(tmp_path: Path, monkeypatch: pytest
 
 
 def test_first_divergence_and_the_page_escapes_what_the_episodes_showed() -> None:
-    from agentworld.eval.closedloop.command.episode import Step, Trajectory
-    from agentworld.eval.closedloop.command.render import render_html
-    from agentworld.eval.closedloop.command.score import first_divergence, summarize
+    from agentworld.eval.closedloop.episode import Step, Trajectory
+    from agentworld.eval.closedloop.render import render_html
+    from agentworld.eval.closedloop.score import first_divergence, summarize
 
     def episode(*actions: str) -> Trajectory:
         steps = [Step(a, a, "<script>alert(1)</script>") for a in actions]

@@ -23,11 +23,11 @@ import pytest
 
 from agentworld.envs.sandbox import missing_tools
 from agentworld.envs.search_index import default_docs_dir
-from agentworld.eval.closedloop.command.agent import candidate_agents
-from agentworld.eval.closedloop.command.command import run_closed_loop
-from agentworld.eval.closedloop.command.config import ClosedLoopConfig
-from agentworld.eval.closedloop.command.tasks import load_tasks
-from agentworld.eval.closedloop.command.truth import record_real, truth_rows
+from agentworld.eval.closedloop.agent import candidate_agents
+from agentworld.eval.closedloop.command import run_closed_loop
+from agentworld.eval.closedloop.config import ClosedLoopConfig
+from agentworld.eval.closedloop.tasks import load_tasks
+from agentworld.eval.closedloop.truth import record_real, truth_rows
 from agentworld.io import atomic_write_jsonl
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 
@@ -145,9 +145,9 @@ def test_the_retrieval_model_on_search_answers_from_search_rows_and_shows_the_me
 
 def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m agentworld.eval.closedloop.command.truth`` on the notes domain (``tests/example_domain``)."""
+    """``python -m agentworld.eval.closedloop.truth`` on the notes domain (``tests/example_domain``)."""
     monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
-    from agentworld.eval.closedloop.command.truth import main
+    from agentworld.eval.closedloop.truth import main
 
     task = {"id": "fruit", "domain": "notes", "goal": "Show the fruit.", "setup": ["set fruit pear"],
             "candidates": ["get fruits", "get fruit"], "errors": [r"^\(no such key"], "check": "list",

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app as root
 from agentworld.eval.cli import app
-from agentworld.eval.compare.command.stats import paired_bootstrap, stratified_bootstrap
+from agentworld.eval.compare.stats import paired_bootstrap, stratified_bootstrap
 from agentworld.eval.rules.corruptions import hash_uniform
 from agentworld.serve.mock_server import MockConfig, run_mock_server
 from test_eval_helpers import bench_rows, write_bench

@@ -29,8 +29,8 @@ from agentworld.domains.probes import (
     probe_row,
     verdict,
 )
-from agentworld.eval.probes.command.command import generate_probes, run_probes
-from agentworld.eval.probes.command.config import ProbesConfig
+from agentworld.eval.probes.command import generate_probes, run_probes
+from agentworld.eval.probes.config import ProbesConfig
 from agentworld.outputs import LOCK_NAME
 from agentworld.schema import load_samples
 from agentworld.serve.mock_server import MockConfig, run_mock_server

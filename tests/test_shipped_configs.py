@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from agentworld.cli import app
 from agentworld.data.pipeline import PipelineConfig, iter_samples
 from agentworld.domains.spec import load_control_spec
-from agentworld.eval.closedloop.command.tasks import load_tasks
+from agentworld.eval.closedloop.tasks import load_tasks
 from agentworld.sim.controls import ToolValidator
 from agentworld.sim.toolfile import load_tools
 from agentworld.train.config import CPTConfig, SFTConfig

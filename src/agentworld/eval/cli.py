@@ -141,11 +141,11 @@ config_command(app, ReportConfig, _report, name="report",
 
 # -- eval probes ---------------------------------------------------------------------------------------
 
-from agentworld.eval.probes.command.config import ProbesConfig  # noqa: E402
+from agentworld.eval.probes.config import ProbesConfig  # noqa: E402
 
 
 def _probes(config: ProbesConfig) -> None:
-    from agentworld.eval.probes.command.command import probes_command
+    from agentworld.eval.probes.command import probes_command
 
     with _errors():
         probes_command(config)
@@ -158,11 +158,11 @@ config_command(app, ProbesConfig, _probes, name="probes",
 
 
 # -- eval compare --------------------------------------------------------------------------------------
-from agentworld.eval.compare.command.config import CompareConfig  # noqa: E402
+from agentworld.eval.compare.config import CompareConfig  # noqa: E402
 
 
 def _compare(config: CompareConfig) -> None:
-    from agentworld.eval.compare.command.command import run_compare
+    from agentworld.eval.compare.command import run_compare
 
     with _errors():
         run_compare(config)
@@ -174,12 +174,12 @@ config_command(app, CompareConfig, _compare, name="compare",
 
 
 # --- eval agent-predictions (issue 12, point 2): the agent's own prediction accuracy -------------------
-from agentworld.eval.agentpred.command.config import AgentPredConfig  # noqa: E402
+from agentworld.eval.agentpred.config import AgentPredConfig  # noqa: E402
 
 
 def _agent_predictions(config: AgentPredConfig, as_json: bool = False) -> None:
-    from agentworld.eval.agentpred.command.command import run_agent_predictions
-    from agentworld.eval.agentpred.command.summary import render_text
+    from agentworld.eval.agentpred.command import run_agent_predictions
+    from agentworld.eval.agentpred.summary import render_text
 
     with _errors():
         summary = run_agent_predictions(config)
@@ -194,12 +194,12 @@ config_command(app, AgentPredConfig, _agent_predictions, name="agent-predictions
 
 
 # --- eval closed-loop (issue 13, point 5): the same agent in the real environment and the simulator ----
-from agentworld.eval.closedloop.command.config import ClosedLoopConfig  # noqa: E402
+from agentworld.eval.closedloop.config import ClosedLoopConfig  # noqa: E402
 
 
 def _closed_loop(config: ClosedLoopConfig, as_json: bool = False) -> None:
-    from agentworld.eval.closedloop.command.command import run_closed_loop
-    from agentworld.eval.closedloop.command.score import render_text
+    from agentworld.eval.closedloop.command import run_closed_loop
+    from agentworld.eval.closedloop.score import render_text
 
     with _errors():
         report = run_closed_loop(config)

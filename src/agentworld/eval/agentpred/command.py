@@ -2,7 +2,7 @@
 
 At each step of a task the agent (an OpenAI-compatible endpoint, ``--agent-base-url``; or, with
 ``--model`` instead, a scripted agent imagining with that world model:
-:mod:`~agentworld.eval.agentpred.command.imagine`) predicts the observation of the action about to run; the
+:mod:`~agentworld.eval.agentpred.imagine`) predicts the observation of the action about to run; the
 action then runs in the domain's real environment and the prediction is
 scored against the real observation with the rule tier, beside an empty prediction and "repeat the
 previous observation". The run folder (``--out``) holds ``config.json``, the journal ``steps.jsonl``
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentworld.eval.agentpred.command.config import FORMAT, AgentPredConfig
+from agentworld.eval.agentpred.config import FORMAT, AgentPredConfig
 
 if TYPE_CHECKING:
-    from agentworld.eval.agentpred.command.summary import PredictionSummary
-    from agentworld.eval.agentpred.command.tasks import PredictionTask
+    from agentworld.eval.agentpred.summary import PredictionSummary
+    from agentworld.eval.agentpred.tasks import PredictionTask
     from agentworld.models.base import ChatBackend
 
 
@@ -44,7 +44,7 @@ def _identity(config: AgentPredConfig, tasks: list[PredictionTask]) -> dict[str,
 def select_tasks(config: AgentPredConfig) -> list[PredictionTask]:
     """The tasks of this run: the file's or the built-in ones, filtered by ``--domains`` and ``--limit``."""
     from agentworld.errors import AgentWorldError
-    from agentworld.eval.agentpred.command.tasks import builtin_tasks, load_tasks
+    from agentworld.eval.agentpred.tasks import builtin_tasks, load_tasks
 
     tasks = load_tasks(config.tasks) if config.tasks is not None else builtin_tasks(config.domains)
     if config.domains:
@@ -68,15 +68,15 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     import asyncio
 
     from agentworld.endpoints import build_backend
-    from agentworld.eval.agentpred.command.runner import run_tasks
-    from agentworld.eval.agentpred.command.summary import summarise
+    from agentworld.eval.agentpred.runner import run_tasks
+    from agentworld.eval.agentpred.summary import summarise
     from agentworld.io import atomic_write_text, dumps, read_journal
 
     tasks = select_tasks(config)
     if agent is not None:
         backend = agent
     elif config.model is not None:
-        from agentworld.eval.agentpred.command.imagine import imagining_agent
+        from agentworld.eval.agentpred.imagine import imagining_agent
 
         backend = imagining_agent(config, tasks)
     else:
