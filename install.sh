@@ -64,7 +64,7 @@ fi
 if [[ ",$extras," == *",verifiers,"* ]]; then
   .venv/bin/python -m pip install -q --no-deps "verifiers==0.3.1" -e environments/agentworld_sim
 fi
-# verl for tests/test_verl.py comes with --train, beside the venv in .verl-deps/ (never in it: it pins
+# verl for tests/train/test_verl.py comes with --train, beside the venv in .verl-deps/ (never in it: it pins
 # transformers<5.11); tests/verl_deps/install.sh says what and why.
 if [[ ",$extras," == *",train,"* ]]; then bash tests/verl_deps/install.sh "$PWD/.venv/bin/python"; fi
 # The npm MCP servers `agentworld record mcp --scenarios` records (pinned in agentworld.domains.mcp.servers).

@@ -56,10 +56,10 @@ def per_call(call: Callable[[], Any], repeat: int) -> float:
 
 def over_http(root: Path, repeat: int) -> float:
     import httpx
+    from test_serve_http import serve
 
     from agentworld.serve.config import HttpServeConfig
     from agentworld.serve.http_api import create_app
-    from test_serve_http import serve
 
     with serve(create_app(HttpServeConfig(model="scripted", worlds_root=root))) as url, \
             httpx.Client(base_url=url, timeout=120) as client:

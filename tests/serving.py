@@ -9,10 +9,17 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from agentworld.serve.net import bind_tcp, uvicorn_config
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+"""The shared test fixtures (tests/fixtures), wherever a test file sits below tests/."""
 
 
 def wait_listening(proc: subprocess.Popen[str], pattern: str, health: str, timeout_s: float = 30) -> str:
@@ -87,3 +94,31 @@ def echo_server_loop(name: str) -> str:
         result = {{"content": [{{"type": "text", "text": "echo " + json.dumps(msg["params"]["arguments"])}}]}}
     print(json.dumps({{"jsonrpc": "2.0", "id": msg["id"], "result": result}}), flush=True)
 '''
+
+TOOLS = json.loads((FIXTURES / "airline_tools.json").read_text())["tools"]
+SPEC = {"domain": "mcp", "name": "airline", "tools": TOOLS, "initial_state": "An airline booking backend."}
+
+
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_name": tool, "arguments": arguments}
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """Run an ASGI app with its lifespan in a thread on 127.0.0.1; yield its base URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn_config(app))
+    sock = bind_tcp("127.0.0.1", 0)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server failed to start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -19,8 +19,8 @@ from agentworld.errors import DataError
 from agentworld.inputs import MAX_DEPTH, MAX_INPUT_BYTES_ENV, read_bytes
 from agentworld.sim.toolfile import load_tools
 from agentworld.synth.world import load_world
-from test_synth_world import TASK, WORLD
-from test_synth_world import write as write_into
+from synth_worlds import TASK, WORLD
+from synth_worlds import write as write_into
 
 
 def write(folder: Path, world: dict[str, Any], tasks: list[Any]) -> Path:
@@ -146,7 +146,7 @@ def test_cli_readers_answer_hostile_files_with_one_line(tmp_path: Path) -> None:
 def test_serve_http_refuses_linked_and_deep_world_files_with_422(tmp_path: Path) -> None:
     from agentworld.serve.config import HttpServeConfig
     from agentworld.serve.http_api import create_app
-    from test_serve_http import serve
+    from serving import serve
 
     root = tmp_path / "worlds"
     write(root / "good", WORLD, [TASK])

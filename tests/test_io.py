@@ -11,7 +11,7 @@ import pytest
 from agentworld.eval import EvalConfig, run_eval
 from agentworld.eval.runner import journal_ids
 from agentworld.io import JsonlJournal, atomic_write_text, dropped_path, read_journal
-from test_eval_helpers import bench_rows, scripted_judge, scripted_model, write_bench
+from eval_helpers import bench_rows, scripted_judge, scripted_model, write_bench
 
 
 def test_torn_tail_is_skipped_then_set_aside_and_reported(tmp_path: Path,

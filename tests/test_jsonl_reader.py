@@ -22,7 +22,7 @@ from agentworld.inputs import jsonl_rows, read_jsonl
 from agentworld.io import AsyncJournal, JsonlJournal, atomic_write_jsonl, read_journal
 from agentworld.schema import BenchSample, read_bench_jsonl, write_bench_jsonl
 from agentworld.synth.world import World, load_world, save_world
-from test_synth_world import TASK, WORLD
+from synth_worlds import TASK, WORLD
 
 ODD = "a\u2028b\u2029c\u0085d"
 """Characters ``str.splitlines`` splits on but JSON writers leave raw."""

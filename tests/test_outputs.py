@@ -143,7 +143,7 @@ time.sleep(120)
 def test_a_second_writer_on_the_same_folder_exits_2_naming_the_holder(tmp_path: Path) -> None:
     """Two real processes: the second ``eval run`` on the folder the first holds is refused with its
     pid; after the holder is SIGKILLed the kernel has released the lock and the same command runs."""
-    from test_eval_helpers import bench_rows, write_bench
+    from eval_helpers import bench_rows, write_bench
 
     data = write_bench(tmp_path / "data", bench_rows(2))
     out = tmp_path / "run"

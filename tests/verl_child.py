@@ -1,4 +1,4 @@
-"""verl's own code for tests/test_verl.py, run in a child process whose PYTHONPATH starts with verl.
+"""verl's own code for tests/train/test_verl.py, run in a child process whose PYTHONPATH starts with verl.
 
 verl cannot share the test process: it needs packages that the venv holds at other versions (antlr4 4.9
 for hydra, mcp<2 for its MCP client), so ``tests/verl_deps/install.sh`` puts them in ``.verl-deps/``

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# verl for tests/test_verl.py, installed BESIDE the venv, never into it: verl pins transformers<5.11 and
+# verl for tests/train/test_verl.py, installed BESIDE the venv, never into it: verl pins transformers<5.11 and
 # hydra needs antlr4 4.9 (the venv has newer of both), and verl's MCP client needs mcp<2 (agentworld needs
 # mcp 2). So the pure-Python packages verl imports on CPU go with --no-deps into .verl-deps/ (gitignored),
 # and the tests run verl's code in a child process with those folders first on PYTHONPATH
@@ -37,4 +37,4 @@ cp -r "$here/mcp_clients" "$tmp/mcp/verl/tools/utils/mcp_clients"
 echo "$stamp" >"$tmp/STAMP"
 rm -rf "$dest"
 mv "$tmp" "$dest"
-echo "verl installed beside the venv in .verl-deps (for tests/test_verl.py)"
+echo "verl installed beside the venv in .verl-deps (for tests/train/test_verl.py)"

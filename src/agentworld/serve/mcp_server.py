@@ -208,7 +208,7 @@ def _connection(ctx: Any) -> Any | None:
     timeout, crash, shutdown), which is the one place to close the session's simulator. The
     low-level SDK (2.3) hands handlers a context whose ``session`` holds the connection without a
     public accessor; without it (another SDK version), episodes of MCP sessions fall back to
-    idle expiry, and ``tests/test_serve_mcp.py`` fails loudly.
+    idle expiry, and ``tests/serve/test_serve_mcp.py`` fails loudly.
     """
     connection = getattr(getattr(ctx, "session", None), "_connection", None)
     if connection is None or not hasattr(connection, "exit_stack") or not isinstance(

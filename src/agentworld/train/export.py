@@ -9,7 +9,7 @@ settings) is copied byte for byte, and each tensor of the base is replaced by th
 same name and shape, so what llama.cpp reads is exactly what the base was but for the weights. The
 tensor names are llama.cpp's for the ``llama`` architecture (SmolLM2, Llama, most small instruct
 models); transformers un-permutes the query and key rows when it reads such a file, so the export
-permutes them back (as the converter does). ``tests/test_real_lm.py`` checks the round trip: the
+permutes them back (as the converter does). ``tests/train/test_real_lm.py`` checks the round trip: the
 exported file, run by llama.cpp, continues a prompt with the tokens transformers predicts.
 
 Quantization (``--quant``): ``f32``, ``f16`` or ``q8_0`` written by the ``gguf`` package (norms stay

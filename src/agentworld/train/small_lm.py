@@ -12,7 +12,7 @@ demo's numbers and the benchmark's table come from the same recipe:
 - the target: the observation in its tag, no think block (``reasoning: none``);
 - evaluation: greedy, through the in-process llama.cpp backend on the exported GGUF (q8_0), because
   llama.cpp generates several times faster than transformers in float32 on a CPU; the export is
-  checked against transformers by ``tests/test_real_lm.py`` and by the benchmark's served row.
+  checked against transformers by ``tests/train/test_real_lm.py`` and by the benchmark's served row.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ on the same samples: the truth, the trivial baselines (:mod:`agentworld.eval.rul
 retrieval baseline with each trajectory left out of its own index, and the truth corrupted the
 way the mock server corrupts it (the same nested, seeded choice of samples, so a higher rate only
 adds corrupted samples). :meth:`ContractReport.violations` names what fails; a domain's test
-asserts there are none (``tests/test_rules_contract.py``).
+asserts there are none (``tests/eval/rules/test_rules_contract.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,173 @@
+"""A domain added from outside ``agentworld`` (tests/example_domain) crosses the seam end to end.
+
+The package is the one docs/adding-a-domain.md shows: a plugin, its prompts, rules and retrieval keys.
+Registered, it has a registry record with its own prompts, its rules score predictions, the retrieval
+model answers from its corpus, and ``agentworld eval run`` scores it with its rules in a subprocess
+that knows it only through ``AGENTWORLD_DOMAIN_PACKAGES``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentworld.cli import app
+from agentworld.domains import DOMAINS, domain_names, load_domains
+from agentworld.domains.base import DomainPlugin, plugins, register_domain, unregister_domain
+from agentworld.domains.retrieval_keys import retrieval_keys
+from agentworld.errors import DataError
+from agentworld.eval.rules.scores import frame_only_prediction, score_rules
+from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn, load_samples, strip_marker
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSIONS = [
+    [("set colour blue", "OK"), ("get colour", "colour = blue"), ("get size", "(no such key: size)")],
+    [("set size 42", "OK"), ("set colour red", "OK"), ("list", "colour = red\nsize = 42")],
+    [("set fruit pear", "OK"), ("del fruit", "OK"), ("get fruit", "(no such key: fruit)")],
+    [("set city Oslo", "OK"), ("get city", "city = Oslo"), ("list", "city = Oslo")],
+]
+
+
+def trajectory(n: int, turns: list[tuple[str, str]], prompt: str = "") -> Trajectory:
+    return Trajectory(id=f"notes-{n}", domain="notes", system_prompt=prompt,
+                      turns=tuple(Turn(action=a, observation=f"{OBSERVATION_MARKER}\n{o}") for a, o in turns))
+
+
+@pytest.fixture
+def notes() -> Iterator[DomainPlugin]:
+    from example_domain import PLUGIN
+
+    register_domain(PLUGIN)
+    yield plugins()["notes"]
+    unregister_domain("notes")
+
+
+def test_a_registered_domain_has_a_record_with_its_own_prompts(notes: DomainPlugin) -> None:
+    assert notes.package == "example_domain"
+    assert domain_names()[-1] == "notes" and "notes" in DOMAINS and "notes" in load_domains()
+    domain = DOMAINS["notes"]
+    assert (domain.display, domain.plugin) == ("Notes", notes)
+    assert domain.system_prompt.startswith("# Role\n\nYou are a world model of a key-value notebook.")
+    assert "<final_evaluation>" in domain.judge_system_prompt
+    unregister_domain("notes")
+    assert "notes" not in DOMAINS and "notes" not in domain_names()
+    with pytest.raises(DataError, match="unknown domain 'notes'"):
+        DOMAINS["notes"]
+
+
+def test_a_plugin_without_prompts_or_an_unimportable_package_is_one_clear_error(tmp_path: Path) -> None:
+    register_domain(DomainPlugin(name="ghost", display="Ghost", package="agentworld.domains"))
+    try:
+        with pytest.raises(DataError, match=r"domain 'ghost': its package 'agentworld.domains' has no "
+                                            r"prompts/system_prompt.txt"):
+            DOMAINS["terminal"]
+    finally:
+        unregister_domain("ghost")
+    assert DOMAINS["terminal"].name == "terminal"
+    env = {**os.environ, "AGENTWORLD_DOMAIN_PACKAGES": "example_domain,no_such_package",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    done = subprocess.run([sys.executable, "-m", "agentworld", "record", "--help"], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("error: AGENTWORLD_DOMAIN_PACKAGES names 'no_such_package', which is not "
+                           "importable (no module 'no_such_package')\n")
+
+
+def test_its_rules_score_predictions(notes: DomainPlugin) -> None:
+    sample = trajectory(0, SESSIONS[0]).samples()[1]  # get colour, after set colour blue
+    right = score_rules("notes", "colour = blue", sample.ground_truth, sample)
+    assert right.details["rules"] == "notes" and right.details["tiers"] == {"deterministic": 1}
+    assert right.verified and right.overall == 100
+    wrong = score_rules("notes", "colour = green", sample.ground_truth, sample)
+    assert not wrong.verified and wrong.deterministic == 0 and wrong.structure == 100
+    shapeless = score_rules("notes", "colour is green\nOK", sample.ground_truth, sample)
+    assert shapeless.structure == 25 and shapeless.overall < wrong.overall
+    assert frame_only_prediction("notes", sample.ground_truth, sample) == ""
+    unregister_domain("notes")
+    assert score_rules("notes", "colour = blue", sample.ground_truth, sample).details["rules"] == "generic"
+
+
+def test_its_retrieval_keys_group_neighbours_by_verb(notes: DomainPlugin) -> None:
+    from agentworld.models import RetrievalIndex
+    from example_domain.keys import KEYS
+
+    assert retrieval_keys("notes") is KEYS
+    assert KEYS.key("get  colour").text == "get colour" and KEYS.key("get colour").group == "get"
+    index = RetrievalIndex([trajectory(n, turns) for n, turns in enumerate(SESSIONS)])
+    assert {t.group for t in index.transitions} == {"set", "get", "del", "list"}
+    query = trajectory(9, [("set colour blue", "OK"), ("del colour", "OK")]).samples()[1]
+    assert index.nearest(query)[0].action == "del fruit"  # not the textually closer "get colour"
+
+
+def test_record_lists_only_domains_with_a_recorder(notes: DomainPlugin) -> None:
+    text = CliRunner().invoke(app, ["record", "--help"]).output
+    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.startswith("  ")]
+    assert listed == [name for name in domain_names() if plugins()[name].recorder]
+    assert {"terminal", "mcp", "search", "notes"} <= set(listed)
+    assert not {"android", "os"} & set(listed)  # prompt-only: nothing real to record
+    notes_help = CliRunner().invoke(app, ["record", "notes", "--help"]).output
+    assert "--scenarios <path>" in notes_help and "--overwrite" in notes_help
+    unregister_domain("notes")
+    result = CliRunner().invoke(app, ["record", "notes", "--help"])
+    assert result.exit_code == 2 and "No such command 'notes'" in result.output
+
+
+def agentworld(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess that knows the example domain only from ``AGENTWORLD_DOMAIN_PACKAGES``."""
+    env = {**os.environ, "AGENTWORLD_DOMAIN_PACKAGES": "example_domain",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+    return subprocess.run([sys.executable, "-m", "agentworld", *args], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_record_then_eval_run_in_a_subprocess_that_knows_it_from_the_environment(tmp_path: Path) -> None:
+    scenarios = tmp_path / "scenarios.json"
+    scenarios.write_text(json.dumps([{"name": f"notes-{n}", "actions": [a for a, _ in turns]}
+                                     for n, turns in enumerate(SESSIONS)]))
+    recorded = tmp_path / "recorded.jsonl"
+    done = agentworld("record", "notes", "--scenarios", str(scenarios), "--out", str(recorded))
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in recorded.read_text().splitlines()]
+    observations = [strip_marker(r["response"][r["turn_idx"] - 1]) for r in rows]
+    assert observations == [o for turns in SESSIONS for _, o in turns]  # the notebook answers as written
+    again = agentworld("record", "notes", "--scenarios", str(scenarios), "--out", str(recorded))
+    assert again.returncode == 2 and again.stderr.startswith("error: ") and "--overwrite" in again.stderr
+    with pytest.raises(DataError, match="unknown domain 'notes'"):
+        load_samples([recorded])  # without the plugin, the domain is not AgentWorldBench's
+
+    corpus, data = tmp_path / "corpus.jsonl", tmp_path / "notes_test.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows if not r["id"].startswith("notes-3")))
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"].startswith("notes-3")))
+    out = tmp_path / "run"
+    done = agentworld("eval", "run", "--data", str(data), "--model", "retrieval", "--model-corpus",
+                      str(corpus), "--out", str(out), "--no-judge", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert [p["source"] for p in predictions] == ["retrieval"] * 3
+    assert not any(p["error"] for p in predictions)
+    rules = [json.loads(line) for line in (out / "rules.jsonl").read_text().splitlines()]
+    assert [r["rule"]["details"]["rules"] for r in rules] == ["notes"] * 3  # its own rules, not generic
+    # "get city" answered with the neighbour's "colour = blue": the session set city, so that is wrong
+    get_city = next(r["rule"] for r in rules if r["id"] == "notes-3-t2")
+    assert get_city["details"]["tiers"] == {"deterministic": 1} and not get_city["verified"]
+    scores = json.loads((out / "scores.json").read_text())
+    assert set(scores["rules"]) == {"notes"} and scores["rule_tier"]["domains"]["notes"]["n"] == 3
+
+
+def test_the_docs_page_shows_this_example_as_it_is() -> None:
+    page = (ROOT / "docs/adding-a-domain.md").read_text("utf-8")
+    blocks = re.findall(r"\*\*`(tests/example_domain/[^`]+)`\*\*\n\n(`{3,})\w*\n(.*?)\2\n", page, re.S)
+    shown = {name: text for name, _, text in blocks}
+    files = {p.relative_to(ROOT).as_posix(): p for p in (ROOT / "tests/example_domain").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    assert sorted(shown) == sorted(files), "the page shows every file of the example, and only those"
+    for name, text in shown.items():
+        assert text == files[name].read_text("utf-8"), f"docs/adding-a-domain.md shows an old {name}"
