@@ -34,6 +34,8 @@ def _outputs() -> list[tuple[tuple[str, ...], Any, Any]]:
         if hasattr(command, "list_commands"):
             continue
         for param in command.params:
+            if getattr(param, "hidden", False):
+                continue  # an old spelling (tested in test_cli.py)
             if any(OUTPUT.match(opt) for opt in getattr(param, "opts", ())) and param.name != "help":
                 found.append((path, command, param))
     return found
