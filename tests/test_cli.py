@@ -149,7 +149,7 @@ def test_every_command_follows_the_house_style() -> None:
     ["train", "cpt", "--config", "missing.yaml"],
     ["train", "rollout", "--tools", "missing.json", "--agent-base-url", "http://127.0.0.1:9/v1",
      "--agent-model", "a", "--model", "m", "--model-base-url", "http://127.0.0.1:9/v1", "--out", "o.jsonl"],
-    ["data", "convert", "--in", "missing.jsonl", "--out", "u.jsonl"],
+    ["data", "convert", "--data", "missing.jsonl", "--out", "u.jsonl"],
     ["eval", "run", "--data", "missing.jsonl", "--out", "run", "--model", "retrieval"],
     ["eval", "run", "--data", "x", "--out", "run", "--model", "retrieval", "--concurrency", "0"],
     ["nope"],

@@ -77,7 +77,7 @@ def test_the_walk_finds_every_writer() -> None:
     for expected in [("eval run", "--out"), ("synth envs", "--out"), ("synth check", "--out"),
                      ("train rollout", "--out"), ("data convert", "--out"), ("optimize prompts", "--out"),
                      ("record terminal", "--out"), ("train verl-config", "--out"),
-                     ("data stats", "--report")]:
+                     ("data stats", "--out")]:
         assert expected in names, expected
     assert len(names) >= 25
 

@@ -87,7 +87,7 @@ OLD = "old__"
 
 
 def _flag(info: FieldInfo, name: str) -> str:
-    """The long flag of a field as the user types it (``inp`` with ``flags: ["--in"]`` → ``--in``)."""
+    """The long flag of a field as the user types it (``inp`` with ``flags: ["--data"]`` → ``--data``)."""
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     flags = extra.get("flags")
     return str(flags[0]) if isinstance(flags, list) and flags else "--" + name.replace("_", "-")
