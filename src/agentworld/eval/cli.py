@@ -153,7 +153,7 @@ def _probes(config: ProbesConfig) -> None:
 
 config_command(app, ProbesConfig, _probes, name="probes",
                help="Verify a world model by rules: generated probes of controllability, error handling "
-                    "and long-context consistency per domain (resumable); --write-data exports them for "
+                    "and long-context consistency per domain (resumable); --data-out exports them for "
                     "the mock server.")
 
 
@@ -170,7 +170,7 @@ def _compare(config: CompareConfig) -> None:
 
 config_command(app, CompareConfig, _compare, name="compare",
                help="Compare run folders over the same samples: paired differences per domain and metric "
-                    "with bootstrap intervals; a table, --json or an --html page.")
+                    "with bootstrap intervals; a table, --json or an HTML page (--out).")
 
 
 # --- eval agent-predictions (issue 12, point 2): the agent's own prediction accuracy -------------------
