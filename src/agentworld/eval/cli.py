@@ -215,5 +215,25 @@ config_command(app, ClosedLoopConfig, _closed_loop, name="closed-loop",
                     "resumable.")
 
 
+# --- eval closed-loop-truth: the mock server's ground truth for a closed-loop task file -------------------
+from agentworld.eval.closedloop_truth import TruthConfig  # noqa: E402
+
+
+def _truth(config: TruthConfig) -> None:
+    from agentworld.eval.closedloop_truth import write_truth
+
+    with _errors():
+        typer.echo(f"wrote {write_truth(config)} rows to {config.out}")
+
+
+config_command(app, TruthConfig, _truth, name="closed-loop-truth")
+
+
+def truth_main() -> None:
+    """``python -m agentworld.eval.closedloop_truth``: the same command as ``eval closed-loop-truth``."""
+    typer.main.get_command(app).main(args=["closed-loop-truth", *sys.argv[1:]],
+                                     prog_name="python -m agentworld.eval.closedloop_truth")
+
+
 if __name__ == "__main__":
     app()
