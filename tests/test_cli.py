@@ -31,7 +31,7 @@ def test_help_lists_every_command() -> None:
     assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "plan",
                       "optimize", "doctor"]
     assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
-    groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare"],
+    groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare", "closed-loop-truth"],
               "record": ["terminal", "mcp", "search"],
               "data": ["convert", "process", "stats", "export"], "serve": ["mcp", "http", "mock"],
               "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"], "synth": ["envs"],
