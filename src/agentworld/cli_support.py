@@ -97,7 +97,7 @@ def _option(name: str, info: FieldInfo, optional: bool = False) -> list[inspect.
     """The option of a config field, then one hidden option per old spelling of it.
 
     ``optional``: every option defaults to None, so that a value not given stays unset (a config
-    file fills it in); a ``bool`` is then a plain flag that only sets true (``--no-x`` for false).
+    file fills it in); a ``bool`` without flags of its own is then ``--x/--no-x``.
     """
     if not info.description:
         raise TypeError(f"config field {name!r} has no description: every CLI option needs help text")
@@ -116,7 +116,7 @@ def _option(name: str, info: FieldInfo, optional: bool = False) -> list[inspect.
         decls = [flag]
     if optional:
         default: Any = None
-        annotation = annotation | None if get_origin(annotation) is not types.UnionType else annotation
+        annotation = _or_none(annotation)
     elif info.is_required():
         default = ...
     elif info.default_factory is not None:
@@ -131,6 +131,11 @@ def _option(name: str, info: FieldInfo, optional: bool = False) -> list[inspect.
     for i, spelling in enumerate(old if isinstance(old, list) else []):
         params.append(_old_option(name, str(spelling), decls[0].split("/")[0], annotation, is_bool, i))
     return params
+
+
+def _or_none(annotation: Any) -> Any:
+    """``X | None`` for ``X``; a union stays as it is."""
+    return annotation if get_origin(annotation) is types.UnionType else annotation | None
 
 
 def _old_option(name: str, spelling: str, new: str, annotation: Any, is_bool: bool,
@@ -150,8 +155,7 @@ def _old_option(name: str, spelling: str, new: str, annotation: Any, is_bool: bo
         ctx.default_map = {**(ctx.default_map or {}), name: given}
         return value
 
-    kind: Any = bool if is_bool else annotation if get_origin(annotation) is types.UnionType else \
-        annotation | None
+    kind: Any = bool if is_bool else _or_none(annotation)
     default = False if is_bool else None
     option = typer.Option(default, spelling, hidden=True, is_eager=True, callback=forward,
                           help=f"Old spelling of {new}.")
