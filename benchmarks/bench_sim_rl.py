@@ -78,7 +78,7 @@ def synth_worlds(out: Path) -> list[tuple[Any, Any]]:
 
     folder = out / "synth"
     if not (folder / "summary.json").exists():
-        subprocess.run([sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU),
+        subprocess.run([sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TAU),
                         "--per-seed", "25", "--out", str(folder), "--generator-model", "synth-template",
                         "--model", "world-state", "--no-progress"], check=True)
     pairs = []

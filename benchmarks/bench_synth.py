@@ -54,7 +54,7 @@ def run_synth(seeds: list[Path], out: Path, url: str, envs: int, concurrency: in
               latency_s: float) -> dict[str, Any]:
     """One ``synth envs`` run in its own process: wall time, its peak RSS, requests, kept environments."""
     before = mock_stats(url)
-    seed_args = [a for s in seeds for a in ("--seeds", str(s))]
+    seed_args = [a for s in seeds for a in ("--seed-files", str(s))]
     cmd = [sys.executable, "-m", "agentworld", "synth", "envs", *seed_args,
            "--out", str(out), "--generator-model", "mock", "--generator-base-url", url,
            "--concurrency", str(concurrency), "--limit", str(envs), "--no-progress"]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import typing
 from collections.abc import Iterator
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 
 from agentworld.cli import COMMANDS, app, load_command
 from agentworld.cli_click import Context
+from agentworld.cli_support import OLD, config_of
 from agentworld.corpus import corpus_path
 from agentworld.io import read_journal
 
@@ -28,7 +31,7 @@ def test_help_lists_every_command() -> None:
     assert listed == ["demo", "record", "eval", "data", "serve", "train", "synth", "shell", "plan",
                       "optimize", "doctor"]
     assert "mock-server" not in result.output and "rollout" not in listed  # old names: hidden aliases
-    groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare"],
+    groups = {"eval": ["run", "infer", "judge", "score", "report", "probes", "compare", "closed-loop-truth"],
               "record": ["terminal", "mcp", "search"],
               "data": ["convert", "process", "stats", "export"], "serve": ["mcp", "http", "mock"],
               "train": ["cpt", "sft", "rl", "rollout"], "demo": ["train"], "synth": ["envs"],
@@ -143,13 +146,149 @@ def test_every_command_follows_the_house_style() -> None:
     assert seen >= 25
 
 
+OLD_WORDS = {"--in", "--input", "--output", "--output-dir", "--seeds", "--append", "--fresh", "--no-resume",
+             "--report", "--html", "--write-data"}
+"""Spellings of earlier releases: none may be visible (they parse as hidden aliases, tested below)."""
+WRITES = re.compile(r"^--(.+-)?(out|output|output-dir|report|html|write-.+)$")
+
+
+def _options(command: Any) -> tuple[list[Any], list[Any]]:
+    """The visible options of ``command`` and its hidden old spellings (``--help`` left out)."""
+    options = [p for p in command.params if p.param_type_name == "option" and p.name != "help"]
+    return ([p for p in options if not p.hidden],
+            [p for p in options if p.hidden and p.name.startswith(OLD)])
+
+
+def _commands() -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every command of the tree that has options of its own (groups with a body included)."""
+    for path, command in _walk(typer.main.get_command(app)):
+        if path and _options(command)[0]:
+            yield path, command
+
+
+def test_one_vocabulary_over_the_whole_command_tree() -> None:
+    """--data reads rows, --run a run folder, --out is what a command writes, --seed an integer seed,
+    --seed-files seed files, --resume continues; required options first; old spellings hidden."""
+    checked = 0
+    for path, command in _commands():
+        where = " ".join(("agentworld", *path))
+        visible, old = _options(command)
+        flags = {flag: p for p in visible for flag in [*p.opts, *p.secondary_opts]}
+        assert not OLD_WORDS & set(flags), (where, OLD_WORDS & set(flags))
+        assert not {o for p in old for o in p.opts} & set(flags), where  # an old spelling never shows
+        config = config_of(command.callback)
+        assert config is not None, f"{where}: not generated from a typed config (cli_support.config_command)"
+        outputs = [p for p in visible if isinstance(extra := config.model_fields.get(p.name) and
+                                                    config.model_fields[p.name].json_schema_extra, dict)
+                   and "output" in extra]
+        for param in outputs:
+            assert param.opts[0] == "--out" or param.opts[0].endswith("-out"), (where, param.opts)
+        assert not outputs or "--out" in flags, f"{where}: its output is not --out"
+        for flag, param in flags.items():
+            assert not WRITES.match(flag) or param in outputs, f"{where}: {flag} writes but is not an output"
+            if "resume" in flag or "continue" in flag:
+                assert param.opts == ["--resume"] and not param.secondary_opts, (where, flag)
+            if flag == "--seed":
+                assert param.type_descriptor.annotation is int, (where, flag)
+            if flag in ("--data", "--run", "--seed-files"):
+                annotation = param.type_descriptor.annotation
+                assert Path in (annotation, *typing.get_args(annotation)), (where, flag, annotation)
+        required = [p.required for p in visible]
+        assert required == sorted(required, reverse=True), f"{where}: a required option after an optional one"
+        text = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"}).output
+        options = text.split("Options:")[1]
+        listed = [f for f in re.findall(r"^  (?:-\w, )?(--[a-z0-9-]+)", options, re.M) if f != "--help"]
+        assert listed == [next(o for o in p.opts if o.startswith("--")) for p in visible], where
+        checked += 1
+    assert checked >= 35
+
+
+def _sample(param: Any, value: str = "x") -> list[str]:
+    """A command-line value ``param`` accepts: its first choice, a number, or ``value``."""
+    if getattr(param, "is_flag", False):
+        return []
+    annotation = param.type_descriptor.annotation
+    kinds = {a for a in (annotation, *typing.get_args(annotation)) if isinstance(a, type)}
+    if choice := next((k for k in kinds if issubclass(k, Enum)), None):
+        return [str(next(iter(choice)).value)]
+    return ["1"] if kinds & {int, float} else [value]
+
+
+def test_old_spellings_still_parse_and_the_new_one_wins() -> None:
+    """Every hidden old spelling fills its option (a required option given only by it is given); given
+    both, the new spelling wins. The old spellings of this release are all there."""
+    found = set()
+    for path, command in _commands():
+        _, old = _options(command)
+        for param in old:
+            name = param.name[len(OLD):].split("_", 1)[1]
+            new = next(p for p in command.params if p.name == name)
+            spelling = param.opts[0]
+            found.add((" ".join(path), spelling, new.opts[0]))
+            fill = [a for p in command.params if p.required and p is not new
+                    for a in ([p.opts[0]] if p.param_type_name == "option" else []) + _sample(p)]
+            parsed = command.make_context(path[-1], [*fill, spelling, *_sample(param, "old-value")]).params
+            value = parsed[name]
+            value = value[0] if isinstance(value, (list, tuple)) else value
+            expected = (not spelling.startswith("--no-")) if param.is_flag else "old-value"
+            assert (value if param.is_flag else str(value)) == expected, (path, spelling, parsed[name])
+            if not param.is_flag:
+                both = [*fill, spelling, "old-value", new.opts[0], "new-value"]
+                value = command.make_context(path[-1], both).params[name]
+                assert "new-value" in str(value) and "old-value" not in str(value), (path, spelling, value)
+    for expected in [("data convert", "--in", "--data"), ("data export", "--in", "--data"),
+                     ("data stats", "--report", "--out"), ("synth envs", "--seeds", "--seed-files"),
+                     ("train sft", "--output-dir", "--out"), ("train cpt", "--no-resume", "--resume"),
+                     ("train rl", "--output-dir", "--out"), ("record terminal", "--append", "--resume"),
+                     ("eval compare", "--html", "--out"), ("eval probes", "--write-data", "--data-out")]:
+        assert expected in found, expected
+
+
+def test_train_flags_override_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As TRL's TrlParser: --config gives the values, the flags given win; without --config the flags
+    alone make the config; paths of the file are relative to it, those of a flag to the working folder."""
+    from agentworld.train import cli as train_cli
+
+    seen: list[Any] = []
+    monkeypatch.setattr(train_cli, "_dry_run", lambda enabled, config: seen.append(config) or True)
+    corpus = corpus_path("terminal")
+    (tmp_path / "conf").mkdir()
+    config = tmp_path / "conf" / "sft.yaml"
+    config.write_text(f"model: hub/model\noutput_dir: ./run\ndata:\n  - {{path: {corpus}}}\nmax_steps: 7\n"
+                      "learning_rate: 0.001\nresume: true\nlora: {r: 4}\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["train", "sft", "--config", str(config), "--max-steps", "3", "--no-resume",
+                                 "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "--no-resume is the old spelling of --resume" in result.output
+    sft = seen.pop()
+    assert (sft.max_steps, sft.learning_rate, sft.resume, sft.lora.r) == (3, 0.001, False, 4)
+    assert sft.output_dir == tmp_path / "conf" / "run" and sft.model == "hub/model"
+    result = runner.invoke(app, ["train", "sft", "-c", str(config), "--out", "mine", "--model", "./m",
+                                 "--data", str(corpus), "--data", str(corpus), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    sft = seen.pop()
+    assert sft.output_dir == Path("mine") and sft.model == "./m" and len(sft.data) == 2
+    assert sft.max_steps == 7 and sft.resume  # not given: the file's
+    result = runner.invoke(app, ["train", "rl", "--model", "hub/m", "--out", "rl", "--data", str(corpus),
+                                 "--reward", "rule", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    rl = seen.pop()
+    assert (rl.model, rl.output_dir, rl.data, rl.reward, rl.max_steps) == ("hub/m", Path("rl"), corpus,
+                                                                           "rule", 100)
+    result = runner.invoke(app, ["train", "cpt", "--out", "x", "--dry-run"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "--model: Field required" in lines[0], result.output
+    assert not seen
+
+
 @pytest.mark.parametrize("args", [
     ["shell", "--model", "nope"],
     ["train", "rl", "--config", "missing.yaml"],
     ["train", "cpt", "--config", "missing.yaml"],
     ["train", "rollout", "--tools", "missing.json", "--agent-base-url", "http://127.0.0.1:9/v1",
      "--agent-model", "a", "--model", "m", "--model-base-url", "http://127.0.0.1:9/v1", "--out", "o.jsonl"],
-    ["data", "convert", "--in", "missing.jsonl", "--out", "u.jsonl"],
+    ["data", "convert", "--data", "missing.jsonl", "--out", "u.jsonl"],
     ["eval", "run", "--data", "missing.jsonl", "--out", "run", "--model", "retrieval"],
     ["eval", "run", "--data", "x", "--out", "run", "--model", "retrieval", "--concurrency", "0"],
     ["nope"],

@@ -126,9 +126,10 @@ def test_cli_readers_answer_hostile_files_with_one_line(tmp_path: Path) -> None:
         (("serve", "mcp", "--tools", "deep.json", "--model", "scripted"), "nested deeper"),
         (("serve", "mcp", "--tools", "fifo.json", "--model", "scripted"), "not a regular file (a FIFO)"),
         (("serve", "mcp", "--tools", "/dev/zero", "--model", "scripted"), "a character device"),
-        (("synth", "envs", "--seeds", "fifo.json", "--out", "o1", "--generator-model", "synth-template"),
+        (("synth", "envs", "--seed-files", "fifo.json", "--out", "o1", "--generator-model", "synth-template"),
          "not a regular file (a FIFO)"),
-        (("synth", "envs", "--seeds", "deep.jsonl", "--out", "o2", "--generator-model", "synth-template"),
+        (("synth", "envs", "--seed-files", "deep.jsonl", "--out", "o2", "--generator-model",
+          "synth-template"),
          "deep.jsonl:1"),
     ]
     deep = write(tmp_path / "deep", WORLD, [TASK])

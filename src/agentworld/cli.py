@@ -181,7 +181,7 @@ def _root(
     """agentworld — language world models for agents."""
 
 
-MULTI_VALUE_OPTIONS = frozenset({"--data", "--model-corpus"})
+MULTI_VALUE_OPTIONS = frozenset({"--data", "--model-corpus", "--seed-files"})
 """Options that take several values after one flag (``--data a.jsonl b.jsonl``, shell globs)."""
 
 

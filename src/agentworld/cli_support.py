@@ -4,11 +4,17 @@ A field becomes ``--field-name`` with the field's description as help; ``list`` 
 repeatable (so is a ``str`` field marked ``{"repeatable": True}``, whose validator joins the values);
 ``bool`` fields are flags (``--x/--no-x`` when they default to true); ``Literal``
 fields are choices; ``json_schema_extra={"envvar": ...}`` names an environment variable default
-(or several, tried in order), ``{"flags": ["--in"]}`` replaces the flag derived from the name
-(``inp`` → ``--in``; ``["--processes", "-j"]`` adds a short form).
+(or several, tried in order), ``{"flags": ["--data"]}`` replaces the flag derived from the name
+(``inp`` → ``--data``; ``["--processes", "-j"]`` adds a short form), ``{"old_flags": ["--in"]}`` keeps
+an earlier spelling working, hidden from help, with a note on stderr (:func:`cli_flags`);
+``{"cli_type": "paths"}`` offers a list of records with a ``path`` (``data: [{path: ...}]``) as
+repeatable paths.
 
 The house style every command follows (tested over the whole command tree in ``tests/test_cli.py``):
 options come from a typed config; every option has help text; units are in names (``--timeout-s``);
+one vocabulary: ``--data`` reads rows, ``--run`` a run folder, ``--out`` is what a command writes,
+``--seed`` an integer seed, ``--seed-files`` seed files, ``--resume`` continues; required options
+come first in ``--help``;
 endpoints are ``--model-base-url/--model/--model-api-key``, ``--judge-…`` and ``--agent-…``
 (:mod:`agentworld.endpoints`); help is plain text (no markup, so ``agentworld[train]`` survives);
 a user error is one red line on stderr and exit code 2 (raise :class:`~agentworld.errors.AgentWorldError`,
@@ -65,33 +71,54 @@ def new_app(help: str, **options: Any) -> typer.Typer:
     return typer.Typer(help=help, **{**settings, **options})
 
 
-def cli_flags(*flags: str) -> dict[str, Any]:
-    """``json_schema_extra`` naming a field's flags: ``Field(..., json_schema_extra=cli_flags("--in"))``."""
-    return {"flags": list(flags)}
+def cli_flags(*flags: str, old: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``json_schema_extra`` naming a field's flags: ``Field(..., json_schema_extra=cli_flags("--data"))``.
+
+    Args:
+        flags: the flags shown in help (none: the one derived from the field name).
+        old: earlier spellings, still parsed for one release but hidden from help; each prints a
+            note on stderr. For a ``bool`` field ``--no-x`` sets it false, any other spelling true.
+    """
+    return {**({"flags": list(flags)} if flags else {}), **({"old_flags": list(old)} if old else {})}
+
+
+OLD = "old__"
+"""Prefix of the hidden parameters that carry an old spelling of an option."""
 
 
 def _flag(info: FieldInfo, name: str) -> str:
-    """The long flag of a field as the user types it (``inp`` with ``flags: ["--in"]`` → ``--in``)."""
+    """The long flag of a field as the user types it (``inp`` with ``flags: ["--data"]`` → ``--data``)."""
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
     flags = extra.get("flags")
     return str(flags[0]) if isinstance(flags, list) and flags else "--" + name.replace("_", "-")
 
 
-def _option(name: str, info: FieldInfo) -> inspect.Parameter:
+def _option(name: str, info: FieldInfo, optional: bool = False) -> list[inspect.Parameter]:
+    """The option of a config field, then one hidden option per old spelling of it.
+
+    ``optional``: every option defaults to None, so that a value not given stays unset (a config
+    file fills it in); a ``bool`` without flags of its own is then ``--x/--no-x``.
+    """
     if not info.description:
         raise TypeError(f"config field {name!r} has no description: every CLI option needs help text")
-    annotation = _cli_type(info.annotation)
     extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+    annotation = list[Path] if extra.get("cli_type") == "paths" else _cli_type(info.annotation)
     if extra.get("repeatable") and annotation == str | None:
         annotation = list[str] | None  # the field's validator joins the values
     flags = extra.get("flags")
     flag = "--" + name.replace("_", "-")
+    is_bool = _unwrap(info.annotation)[0] is bool
     if isinstance(flags, list):
         decls = [str(f) for f in flags]
+    elif is_bool and (info.default is True or (optional and info.default is None)):
+        decls = [f"{flag}/--no-{flag[2:]}"]
     else:
-        decls = [f"{flag}/--no-{flag[2:]}"] if info.annotation is bool and info.default is True else [flag]
-    if info.is_required():
-        default: Any = ...
+        decls = [flag]
+    if optional:
+        default: Any = None
+        annotation = _or_none(annotation)
+    elif info.is_required():
+        default = ...
     elif info.default_factory is not None:
         default = None
     else:
@@ -99,13 +126,49 @@ def _option(name: str, info: FieldInfo) -> inspect.Parameter:
     raw = extra.get("envvar")
     envvar = raw if isinstance(raw, str) else [str(v) for v in raw] if isinstance(raw, list) else None
     option = typer.Option(default, *decls, help=info.description, envvar=envvar, show_envvar=bool(envvar))
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)]
+    old = extra.get("old_flags")
+    for i, spelling in enumerate(old if isinstance(old, list) else []):
+        params.append(_old_option(name, str(spelling), decls[0].split("/")[0], annotation, is_bool, i))
+    return params
+
+
+def _or_none(annotation: Any) -> Any:
+    """``X | None`` for ``X``; a union stays as it is."""
+    return annotation if get_origin(annotation) is types.UnionType else annotation | None
+
+
+def _old_option(name: str, spelling: str, new: str, annotation: Any, is_bool: bool,
+                index: int) -> inspect.Parameter:
+    """A hidden option that parses an old ``spelling`` of option ``name`` (shown as ``new``).
+
+    It is eager, so it runs before the others, and hands its value on as the default of ``name``: the
+    new spelling wins when both are given, and a required option given in its old spelling is given.
+    """
+
+    def forward(ctx: typer.Context, value: Any) -> Any:
+        if value is None or value is False or value == () or value == []:
+            return value
+        typer.echo(f"note: {spelling} is the old spelling of {new} (it goes away in the next release)",
+                   err=True)
+        given = (not spelling.startswith("--no-")) if is_bool else value
+        ctx.default_map = {**(ctx.default_map or {}), name: given}
+        return value
+
+    kind: Any = bool if is_bool else _or_none(annotation)
+    default = False if is_bool else None
+    option = typer.Option(default, spelling, hidden=True, is_eager=True, callback=forward,
+                          help=f"Old spelling of {new}.")
+    return inspect.Parameter(f"{OLD}{index}_{name}", inspect.Parameter.KEYWORD_ONLY, default=option,
+                             annotation=kind)
 
 
 def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., None], *, name: str | None,
                    exclude: tuple[str, ...] = (), extra: dict[str, tuple[Any, Any]] | None = None,
-                   help: str | None = None, hidden: bool = False) -> None:
+                   help: str | None = None, hidden: bool = False, from_file: bool = False) -> None:
     """Register ``name`` on ``app``: its options are ``config_cls``'s fields, its body ``run(config)``.
+
+    Required options come first (in ``--help`` too), then the others in field order.
 
     Args:
         name: the command name; ``None`` makes it the group's own body (``agentworld demo``), run
@@ -113,11 +176,18 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         exclude: fields not offered on the command line (they keep their defaults).
         extra: options that are not config fields, ``name: (annotation, typer.Option(...))``;
             they are passed on as ``run(config, name=value)``.
+        from_file: add ``--config FILE`` (YAML/JSON) as TRL's ``TrlParser`` does: the options given
+            override the file's values, and none is required on the command line.
     """
-    params = [_option(n, f) for n, f in config_cls.model_fields.items() if n not in exclude]
+    config_file = typer.Option(None, "--config", "-c", help=CONFIG_HELP)
+    params = [inspect.Parameter(CONFIG_FILE, inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
+                                default=config_file)] if from_file else []
+    params += [p for n, f in config_cls.model_fields.items() if n not in exclude
+               for p in _option(n, f, optional=from_file)]
     for key, (annotation, option) in (extra or {}).items():
         params.append(inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=option,
                                         annotation=annotation))
+    params.sort(key=lambda p: not _required(p))
     if name is None:
         params.insert(0, inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                            annotation=typer.Context))
@@ -125,10 +195,14 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
     def command(ctx: typer.Context | None = None, **values: Any) -> None:
         if ctx is not None and ctx.invoked_subcommand is not None:
             return
+        values = {k: v for k, v in values.items() if not k.startswith(OLD)}
         fields = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()
                   if k in config_cls.model_fields and v is not None}
-        config = validate_options(config_cls, fields)
-        claim_outputs(config)
+        if from_file:
+            config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
+        else:
+            config = validate_options(config_cls, fields)
+            claim_outputs(config)
         run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -152,6 +226,36 @@ def config_of(callback: Callable[..., Any] | None) -> type[BaseModel] | None:
     return found if isinstance(found, type) and issubclass(found, BaseModel) else None
 
 
+CONFIG_FILE = "config_file"
+CONFIG_HELP = ("YAML/JSON config file with the fields below (and those only a file can hold); the options "
+               "given here override its values. Relative paths in it are relative to it.")
+
+
+def _required(param: inspect.Parameter) -> bool:
+    """Whether click will require ``param`` (an option or argument whose default is ``...``)."""
+    return getattr(param.default, "default", None) is ...
+
+
+def _merged(config_cls: type[C], path: Path | None, given: dict[str, Any]) -> C:
+    """``config_cls`` from the file at ``path`` with the ``given`` command-line values winning.
+
+    Outputs given on the command line are claimed before the file is read, those from the file after;
+    relative paths of the file are taken from its folder when the config has ``relative_to(base)``,
+    those given on the command line from the working directory.
+    """
+    claim_outputs(config_cls, given)
+    if path is None:
+        config = validate_options(config_cls, given)
+    else:
+        from agentworld.configfile import load_config_file
+
+        raw = load_config_file(config_cls, path, **given)
+        rebase = getattr(raw, "relative_to", None)
+        config = rebase(path.parent).model_copy(update={k: getattr(raw, k) for k in given}) if rebase else raw
+    claim_outputs(config, skip=set(given), source=path)
+    return config
+
+
 def command_label() -> str:
     """The running command's path without the program name (``eval run``), for messages and locks."""
     from agentworld.cli_click import get_current_context
@@ -161,32 +265,39 @@ def command_label() -> str:
     return path.split(" ", 1)[1] if " " in path else path
 
 
-def claim_outputs(config: BaseModel) -> None:
+def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | None = None, *,
+                  skip: set[str] | frozenset[str] = frozenset(), source: Path | None = None) -> None:
     """Apply the one output guard (:mod:`agentworld.outputs`) to every field of ``config`` marked
     ``{"output": "folder"}`` or ``{"output": "file"}``, before the command body runs.
 
     A config recognises its own earlier outputs with an optional ``owns_output(field, path)``
     method; a boolean ``overwrite`` field lets file outputs be replaced on purpose.
 
+    Args:
+        config: the config, or its class with the ``values`` known so far.
+        skip: fields already claimed.
+        source: the config file the values came from (named in the messages instead of the flag).
+
     Raises:
         AgentWorldError: an output is not ours, or another process writes into the folder.
     """
     from agentworld.outputs import claim_file, claim_folder
 
+    cls = config if isinstance(config, type) else type(config)
+    known = values if values is not None else {n: getattr(config, n) for n in cls.model_fields}
     owns = getattr(config, "owns_output", None)
-    for name, info in type(config).model_fields.items():
+    for name, info in cls.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         kind = extra.get("output")
-        value = getattr(config, name)
-        if kind is None or value is None:
+        value = known.get(name)
+        if kind is None or value is None or name in skip:
             continue
-        flag = _flag(info, name)
+        flag = _flag(info, name) if source is None else f"{name} (in {source})"
         ours = (lambda path, field=name: bool(owns(field, path))) if owns is not None else None
         if kind == "folder":
-            claim_folder(Path(value), kind=type(config).__name__, command=command_label(), flag=flag,
-                         ours=ours)
+            claim_folder(Path(value), kind=cls.__name__, command=command_label(), flag=flag, ours=ours)
             continue
-        overwrite = bool(getattr(config, "overwrite", False))
+        overwrite = bool(known.get("overwrite", False))
         siblings = extra.get("siblings")
         suffixes = [str(s) for s in siblings] if isinstance(siblings, list) else []
         for path in [Path(value), *(Path(value).with_suffix(s) for s in suffixes)]:

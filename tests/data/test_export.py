@@ -226,16 +226,16 @@ def test_cli_export(tmp_path: Path) -> None:
     src = tmp_path / "s.jsonl"
     src.write_text("".join(s.model_dump_json() + "\n" for s in _samples()))
     runner = CliRunner()
-    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "ms-swift",
+    result = runner.invoke(app, ["data", "export", "--data", str(src), "--format", "ms-swift",
                                      "--out", str(tmp_path / "o.jsonl"), "--keep-masked"])
     assert result.exit_code == 0, result.output
     assert "4 samples (0 eval) → 4 train + 0 eval rows" in result.output
     assert len(_rows(tmp_path / "o.jsonl")) == 4
-    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "llama-factory", "--style",
+    result = runner.invoke(app, ["data", "export", "--data", str(src), "--format", "llama-factory", "--style",
                                      "openai", "--out", str(tmp_path / "lf" / "w.jsonl")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "lf" / "dataset_info.json").exists()
-    result = runner.invoke(app, ["data", "export", "--in", str(src), "--format", "alpaca",
+    result = runner.invoke(app, ["data", "export", "--data", str(src), "--format", "alpaca",
                                      "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "'alpaca'" in result.output and "ms-swift" in result.output
 
@@ -338,7 +338,7 @@ def test_cli_export_takes_both_sides_of_the_pipeline(tmp_path: Path) -> None:
     train, held = tmp_path / "train.jsonl", tmp_path / "eval.jsonl"
     train.write_text("".join(s.model_dump_json() + "\n" for s in _split(_samples("a"), "train")))
     held.write_text("".join(s.model_dump_json() + "\n" for s in _split(_samples("b"), "eval")))
-    result = CliRunner().invoke(app, ["data", "export", "--in", str(train), "--in", str(held),
+    result = CliRunner().invoke(app, ["data", "export", "--data", str(train), "--data", str(held),
                                       "--format", "trl", "--out", str(tmp_path / "sft" / "train.jsonl")])
     assert result.exit_code == 0, result.output
     assert "8 samples (4 eval) → 3 train + 3 eval rows" in result.output

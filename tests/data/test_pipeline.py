@@ -94,7 +94,7 @@ def test_bench_export_of_the_pipeline_reproduces_the_corpus(tmp_path: Path) -> N
 
 def test_cli_convert_process_stats(tmp_path: Path) -> None:
     unified = tmp_path / "unified.jsonl"
-    result = runner.invoke(root, ["data", "convert", "--in", str(corpus_path("terminal")),
+    result = runner.invoke(root, ["data", "convert", "--data", str(corpus_path("terminal")),
                                   "--out", str(unified)])
     assert result.exit_code == 0, result.output
     assert json.loads(unified.read_text().splitlines()[0])["id"] == "env-variables"
@@ -103,13 +103,13 @@ def test_cli_convert_process_stats(tmp_path: Path) -> None:
     result = runner.invoke(root, ["data", "process", "--config", str(config), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "stats.json").exists()
-    result = runner.invoke(root, ["data", "stats", "--in", str(tmp_path / "out" / "s.jsonl"), "--json"])
+    result = runner.invoke(root, ["data", "stats", "--data", str(tmp_path / "out" / "s.jsonl"), "--json"])
     assert result.exit_code == 0
     data = json.loads(result.output)
     assert data["domains"] == {"terminal": data["samples"]} and set(data["categories"]) <= {
         "state_change", "retrieval", "expansion", "error", "boilerplate", "echo", "empty"}
     html = tmp_path / "stats.html"
-    result = runner.invoke(root, ["data", "stats", "--in", str(unified), "--report", str(html)])
+    result = runner.invoke(root, ["data", "stats", "--data", str(unified), "--out", str(html)])
     assert result.exit_code == 0 and "│" in result.output and "observation tokens" in result.output
     assert "<svg" in html.read_text() and "terminal" in html.read_text()
 
@@ -118,9 +118,9 @@ def test_cli_reports_data_errors_with_location(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     good = {"task": "terminal", "id": "a-t1", "prompt": ["x"], "response": ["y"], "system_str": ""}
     bad.write_text(json.dumps(good) + "\n{oops\n")
-    result = runner.invoke(root, ["data", "convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl")])
+    result = runner.invoke(root, ["data", "convert", "--data", str(bad), "--out", str(tmp_path / "u.jsonl")])
     assert result.exit_code == 2 and f"{bad}:2" in result.output
     assert not (tmp_path / "u.jsonl").exists()
-    result = runner.invoke(root, ["data", "convert", "--in", str(bad), "--out", str(tmp_path / "u.jsonl"),
+    result = runner.invoke(root, ["data", "convert", "--data", str(bad), "--out", str(tmp_path / "u.jsonl"),
                                  "--on-error", "skip"])
     assert result.exit_code == 0 and "skipped 1" in result.output

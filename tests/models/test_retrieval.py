@@ -263,7 +263,7 @@ def test_bad_corpus_input_is_located(tmp_path: Path) -> None:
     chat = tmp_path / "chat.jsonl"
     chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
     with pytest.raises(DataError, match=r"chat\.jsonl:1: neither AgentWorldBench rows nor unified "
-                       r"trajectories.*agentworld data convert --in"):
+                       r"trajectories.*agentworld data convert --data"):
         RetrievalIndex([chat])
     with pytest.raises(DataError, match=r"missing\.jsonl: no such file or folder"):
         create_backend("retrieval", corpus=[tmp_path / "missing.jsonl"])

@@ -46,7 +46,7 @@ def test_stage_prompts_get_parseable_stage_outputs_only_with_synth() -> None:
 def test_synth_envs_against_the_mock_generator(tmp_path: Path) -> None:
     out = tmp_path / "envs"
     with run_mock_server(MockConfig(synth=True, latency_ms=5)) as url:
-        result = CliRunner().invoke(app, ["synth", "envs", "--seeds", str(TAU), "--out", str(out),
+        result = CliRunner().invoke(app, ["synth", "envs", "--seed-files", str(TAU), "--out", str(out),
                                           "--generator-model", "gen", "--generator-base-url", url,
                                           "--limit", "3", "--concurrency", "4", "--no-progress"],
                                     env={"AGENTWORLD_GENERATOR_API_KEY": "k"})

@@ -232,7 +232,7 @@ def test_sigkill_then_the_same_command_finishes_every_environment_once_without_r
             "agentworld",
             "synth",
             "envs",
-            *(a for f in sorted(seeds.iterdir()) for a in ("--seeds", str(f))),
+            *(a for f in sorted(seeds.iterdir()) for a in ("--seed-files", str(f))),
             "--out",
             str(out),
             "--generator-model",
@@ -274,7 +274,7 @@ def test_a_missing_seed_file_is_one_red_line(tmp_path: Path) -> None:
             "agentworld",
             "synth",
             "envs",
-            "--seeds",
+            "--seed-files",
             str(tmp_path / "no"),
             "--out",
             str(tmp_path / "o"),
@@ -304,7 +304,7 @@ def test_synth_envs_with_a_world_model_runs_every_check_and_writes_the_report(tm
     out = tmp_path / "envs"
     with run_mock_server(MockConfig()) as mock_url:
         done = subprocess.run(
-            [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TOOLS), "--seeds",
+            [sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TOOLS), "--seed-files",
              str(TOOLS), "--out", str(out), "--generator-model", "synth-template", "--no-progress",
              "--model", "mock", "--model-base-url", mock_url],
             capture_output=True, text=True, timeout=300)
@@ -323,8 +323,8 @@ def test_kept_means_after_every_check_in_the_output_the_summary_and_every_status
     says how many were kept (the old command printed "2 of 2 environments kept", then "kept 1 of 2")."""
     out = tmp_path / "envs"
     done = subprocess.run(
-        [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TOOLS), "--seeds", str(TOOLS),
-         "--out", str(out), "--generator-model", "synth-template", "--no-progress"],
+        [sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TOOLS), "--seed-files",
+         str(TOOLS), "--out", str(out), "--generator-model", "synth-template", "--no-progress"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "report.json").read_text())["summary"]

@@ -64,7 +64,7 @@ def test_world_state_answers_from_the_prompt_and_replays_only_successful_calls()
 def test_per_seed_variants_are_distinct_multi_step_and_pass_every_check(tmp_path: Path) -> None:
     out = tmp_path / "envs"
     done = subprocess.run(
-        [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU), "--limit", "4",
+        [sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TAU), "--limit", "4",
          "--per-seed", "6", "--out", str(out), "--generator-model", "synth-template", "--model",
          "world-state", "--no-progress"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -84,7 +84,7 @@ def test_per_seed_variants_are_distinct_multi_step_and_pass_every_check(tmp_path
     assert all(hit / total >= 0.7 for hit, total in coverage.values()), coverage
     # a rerun resumes: nothing is asked again
     again = subprocess.run(
-        [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU), "--limit", "4",
+        [sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TAU), "--limit", "4",
          "--per-seed", "6", "--out", str(out), "--generator-model", "synth-template", "--no-progress"],
         capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "0 generator requests sent" in again.stdout, again.stdout
@@ -93,7 +93,7 @@ def test_per_seed_variants_are_distinct_multi_step_and_pass_every_check(tmp_path
 @needs_tau
 def test_a_plan_that_misses_its_goal_is_rejected_by_the_world_state_simulator(tmp_path: Path) -> None:
     out = tmp_path / "envs"
-    args = [sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU), "--limit", "1",
+    args = [sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TAU), "--limit", "1",
             "--per-seed", "2", "--out", str(out), "--generator-model", "synth-template", "--no-progress"]
     assert subprocess.run(args, capture_output=True, text=True, timeout=300).returncode == 0
     tasks = out / "env_00000" / "tasks.jsonl"

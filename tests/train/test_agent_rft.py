@@ -78,9 +78,9 @@ def test_in_the_simulator_no_server_runs_and_the_trace_is_the_check() -> None:
 @pytest.mark.skipif(not TAU.exists(), reason="tau-bench seed file not present")
 def test_a_synthesized_world_task_is_judged_on_its_final_state(tmp_path: Path) -> None:
     out = tmp_path / "envs"
-    subprocess.run([sys.executable, "-m", "agentworld", "synth", "envs", "--seeds", str(TAU), "--limit", "1",
-                    "--per-seed", "2", "--out", str(out), "--generator-model", "synth-template",
-                    "--no-progress"],
+    subprocess.run([sys.executable, "-m", "agentworld", "synth", "envs", "--seed-files", str(TAU),
+                    "--limit", "1", "--per-seed", "2", "--out", str(out), "--generator-model",
+                    "synth-template", "--no-progress"],
                    check=True, capture_output=True, timeout=300)
     world = load_world(out / "env_00000")
     task = world.tasks[0]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 app = new_app("Training data: convert logs, clean/expand/mask/split them, inspect datasets, export them.")
 
 ExportFormat = Literal["trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples"]
-_IN = cli_flags("--in")
+_IN = cli_flags("--data", old=("--in",))
 
 
 class _Options(BaseModel):
@@ -64,18 +64,18 @@ class StatsOptions(_Options):
     json_output: bool = Field(False, description="Print the statistics as JSON.",
                               json_schema_extra=cli_flags("--json"))
     report: Path | None = Field(None, description="Also write an HTML report to this file.",
-                                json_schema_extra={"output": "file"})
+                                json_schema_extra={**cli_flags("--out", old=("--report",)), "output": "file"})
 
 
 class ExportOptions(_Options):
     """Export samples for SFT (TRL, LLaMA-Factory, ms-swift, HF datasets) or as AgentWorldBench rows.
 
     The train side goes to --out and the eval side (samples the pipeline's split marked eval) to
-    --eval-out; give the pipeline's train and eval files both as --in to export both sides.
+    --eval-out; give the pipeline's train and eval files both as --data to export both sides.
     """
 
-    inp: list[Path] = Field(min_length=1, description="TrainSample JSONL (the pipeline's output; repeat "
-                            "--in for its train and eval files), unified trajectories or any ingestable "
+    inp: list[Path] = Field(min_length=1, description="TrainSample JSONL (the pipeline's output; give "
+                            "its train and eval files), unified trajectories or any ingestable "
                             "file (expanded, not masked).", json_schema_extra=_IN)
     format: ExportFormat = Field(description="Target format.")
     out: Path = Field(description="The train side's data file (a folder for hf-datasets, holding a "

@@ -62,6 +62,12 @@ class InputSpec(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     """Converter constructor options (e.g. ``domain`` for ``openai-chat``/``generic``)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_path(cls, value: Any) -> Any:
+        """A bare path (``--data FILE`` on the command line, ``- FILE`` in a config) is ``{path: FILE}``."""
+        return {"path": value} if isinstance(value, (str, Path)) else value
+
 
 class StepSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -153,7 +153,7 @@ def _probes(config: ProbesConfig) -> None:
 
 config_command(app, ProbesConfig, _probes, name="probes",
                help="Verify a world model by rules: generated probes of controllability, error handling "
-                    "and long-context consistency per domain (resumable); --write-data exports them for "
+                    "and long-context consistency per domain (resumable); --data-out exports them for "
                     "the mock server.")
 
 
@@ -170,7 +170,7 @@ def _compare(config: CompareConfig) -> None:
 
 config_command(app, CompareConfig, _compare, name="compare",
                help="Compare run folders over the same samples: paired differences per domain and metric "
-                    "with bootstrap intervals; a table, --json or an --html page.")
+                    "with bootstrap intervals; a table, --json or an HTML page (--out).")
 
 
 # --- eval agent-predictions (issue 12, point 2): the agent's own prediction accuracy -------------------
@@ -213,6 +213,20 @@ config_command(app, ClosedLoopConfig, _closed_loop, name="closed-loop",
                help="Run each task with the same agent in the real environment and in the simulator (with "
                     "and without ledger and router): per-step fidelity, first divergence, outcome agreement; "
                     "resumable.")
+
+
+# --- eval closed-loop-truth: the mock server's ground truth for a closed-loop task file -------------------
+from agentworld.eval.closedloop.config import TruthConfig  # noqa: E402
+
+
+def _truth(config: TruthConfig) -> None:
+    from agentworld.eval.closedloop.truth import write_truth
+
+    with _errors():
+        typer.echo(f"wrote {write_truth(config)} rows to {config.out}")
+
+
+config_command(app, TruthConfig, _truth, name="closed-loop-truth")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def file_rows(path: Path) -> Iterator[BenchSample]:
         yield from _unified_rows(path)
     else:
         raise DataError("neither AgentWorldBench rows nor unified trajectories; convert it first (the format "
-                        f"is detected): agentworld data convert --in {path} --out corpus.jsonl",
+                        f"is detected): agentworld data convert --data {path} --out corpus.jsonl",
                         path=str(path), line=first[0])
 
 

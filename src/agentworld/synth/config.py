@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, Field, SecretStr
 
+from agentworld.cli_support import cli_flags
 from agentworld.endpoints import MODEL_KEY_ENV, ModelEndpoint
 from agentworld.synth.report import CheckThresholds
 
@@ -23,6 +24,7 @@ class SynthEnvsConfig(ModelEndpoint, CheckThresholds):
         description="Seed files: trajectories in any format 'agentworld "
         "data' ingests (tau-bench, AgentWorldBench rows, OpenAI tool-call logs) or bare "
         "tools/list JSON (repeat the flag for more). One seed, one environment.",
+        json_schema_extra=cli_flags("--seed-files", old=("--seeds",)),
     )
     out: Path = Field(
         description="Output folder: one world folder per environment, the generator cache, "

@@ -1,7 +1,9 @@
 """``agentworld train``: the training recipes (each driven by one YAML/JSON config file) and Sim RL rollouts.
 
-The config file is the source of truth (stored in ``output_dir/config.json``); the few options of
-:class:`RecipeOptions` override it for quick reruns and resumes. ``train rollout`` runs an agent
+A recipe's options are its config's fields (:class:`~agentworld.train.config.CPTConfig`,
+:class:`~agentworld.train.config.SFTConfig`, :class:`~agentworld.train.rl.RLConfig`); ``--config FILE``
+reads them from YAML/JSON and the options given override the file, as TRL's ``TrlParser`` does. The
+resolved config is stored in ``output_dir/config.json``. ``train rollout`` runs an agent
 endpoint in the simulator under a fault curriculum. Every command is generated from its config
 class; the recipes' heavy imports (torch, TRL) happen only when a command runs.
 """
@@ -9,43 +11,17 @@ class; the recipes' heavy imports (torch, TRL) happen only when a command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+import typer
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agentworld.cli_support import cli_flags, config_command, new_app
+from agentworld.cli_support import config_command, new_app
 from agentworld.endpoints import AgentEndpoint, ModelEndpoint
+from agentworld.train.config import CPTConfig, SFTConfig
+from agentworld.train.rl import RLConfig
 
 app = new_app("Train world models (CPT, SFT, RL) and run Sim RL rollouts.")
-
-
-class RecipeOptions(BaseModel):
-    """A training recipe run from its config file, with a few overrides."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    config: Path = Field(description="YAML/JSON config file (fields documented in agentworld.train.config "
-                         "and, for rl, agentworld.train.rl).",
-                         json_schema_extra=cli_flags("--config", "-c"))
-    max_steps: int | None = Field(None, ge=1, description="Override max_steps of the config.")
-    output_dir: Path | None = Field(None, description="Override output_dir of the config.",
-                                    json_schema_extra={"output": "folder"})
-    resume: bool | None = Field(None, description="Override resume: continue from the last checkpoint.",
-                                json_schema_extra=cli_flags("--resume/--no-resume"))
-    model: str | None = Field(None, description="Override model of the config (a hub id or a model folder).")
-    dry_run: bool = Field(False, description="Check the config and stop: every path exists, the model folder "
-                          "is a model, the data reads and yields samples; prints what the run would use, "
-                          "writes nothing.")
-
-    def owns_output(self, field: str, path: Path) -> bool:
-        """A training run's folder from before the lock file: its ``config.json`` is a recipe's."""
-        from agentworld.io import loads
-
-        try:
-            stored = loads((path / "config.json").read_bytes())
-        except (OSError, ValueError):
-            return False
-        return isinstance(stored, dict) and {"model", "learning_rate", "lora"} <= set(stored)
 
 
 class RolloutOptions(AgentEndpoint, ModelEndpoint):
@@ -116,65 +92,35 @@ def _report(result: Any) -> None:
     Console().print_json(data={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(result).items()})
 
 
-C = TypeVar("C", bound=BaseModel)
-
-
-def _overridden(config: C, options: RecipeOptions) -> C:
-    """``config`` with the command line's ``--output-dir``/``--model`` (relative to the working directory).
-
-    An ``output_dir`` that comes from the config file gets the same guard as ``--output-dir`` (the
-    command line's was claimed before this runs): refused when not ours, locked for one writer.
-    """
-    pairs = (("output_dir", options.output_dir), ("model", options.model))
-    update = {k: v for k, v in pairs if v is not None}
-    config = config.model_copy(update=update) if update else config
-    folder = getattr(config, "output_dir", None)
-    if options.output_dir is None and folder is not None and not options.dry_run:
-        from agentworld.cli_support import command_label
-        from agentworld.outputs import claim_folder
-
-        claim_folder(Path(folder), kind=type(options).__name__, command=command_label(),
-                     flag=f"output_dir (in {options.config})",
-                     ours=lambda path: options.owns_output("output_dir", path))
-    return config
-
-
-def _cpt(options: RecipeOptions) -> None:
-    from agentworld.train.config import CPTConfig
+def _cpt(config: CPTConfig, dry_run: bool = False) -> None:
     from agentworld.train.cpt import run_cpt
 
-    cfg = _overridden(CPTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume),
-                      options)
-    if not _dry_run(options, cfg):
-        _report(run_cpt(cfg))
+    if not _dry_run(dry_run, config):
+        _report(run_cpt(config))
 
 
-def _sft(options: RecipeOptions) -> None:
-    from agentworld.train.config import SFTConfig
+def _sft(config: SFTConfig, dry_run: bool = False) -> None:
     from agentworld.train.sft import run_sft
 
-    cfg = _overridden(SFTConfig.load(options.config, max_steps=options.max_steps, resume=options.resume),
-                      options)
-    if not _dry_run(options, cfg):
-        _report(run_sft(cfg))
+    if not _dry_run(dry_run, config):
+        _report(run_sft(config))
 
 
-def _rl(options: RecipeOptions) -> None:
+def _rl(config: RLConfig, dry_run: bool = False) -> None:
     from rich.console import Console
 
-    from agentworld.train.rl import RLConfig, run_rl
+    from agentworld.train.rl import run_rl
 
-    config = _overridden(RLConfig.load(options.config, max_steps=options.max_steps), options)
-    if _dry_run(options, config):
+    if _dry_run(dry_run, config):
         return
     result = run_rl(config)
     Console().print_json(data={"output_dir": str(result.output_dir), "steps": result.steps,
                                "rewards": list(result.rewards)})
 
 
-def _dry_run(options: RecipeOptions, config: Any) -> bool:
+def _dry_run(enabled: bool, config: Any) -> bool:
     """With ``--dry-run``: check ``config``, print what the run would use, and say so (True)."""
-    if not options.dry_run:
+    if not enabled:
         return False
     from agentworld.train.dryrun import dry_run
 
@@ -188,12 +134,18 @@ def _rollout(options: RolloutOptions) -> None:
     run_rollout_command(options)
 
 
-config_command(app, RecipeOptions, _cpt, name="cpt",
+DRY_RUN = {"dry_run": (bool, typer.Option(False, "--dry-run", help="Check the config and stop: every path "
+                                           "exists, the model folder is a model, the data reads and yields "
+                                           "samples; prints what the run would use, writes nothing."))}
+FILE_ONLY = ("kind", "lora", "mask", "judge_options")
+"""Fields a config file holds but the command line does not (nested settings, the fixed recipe name)."""
+
+config_command(app, CPTConfig, _cpt, name="cpt", from_file=True, exclude=FILE_ONLY, extra=DRY_RUN,
                help="Continued pre-training on trajectories (loss on kept observations) plus text corpora.")
-config_command(app, RecipeOptions, _sft, name="sft",
+config_command(app, SFTConfig, _sft, name="sft", from_file=True, exclude=FILE_ONLY, extra=DRY_RUN,
                help="Supervised fine-tuning: reasoning trace + tagged prediction over system-prompt "
                     "variants.")
-config_command(app, RecipeOptions, _rl, name="rl", exclude=("resume",),
+config_command(app, RLConfig, _rl, name="rl", from_file=True, exclude=FILE_ONLY, extra=DRY_RUN,
                help="GSPO (GRPOTrainer, sequence-level importance sampling) with the hybrid rubric + rule "
                     "reward.")
 config_command(app, RolloutOptions, _rollout, name="rollout")

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentworld.cli_support import cli_flags, output
 from agentworld.data.masking import MaskConfig
 from agentworld.data.pipeline import InputSpec
 from agentworld.domains.prompt_view import PromptView
@@ -40,7 +41,9 @@ class TrainCommon(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(description="Hugging Face model id or local model folder.")
-    output_dir: Path = Field(description="Where checkpoints, the final model and config.json go.")
+    output_dir: Path = Field(description="Where checkpoints, the final model and config.json go.",
+                             json_schema_extra={**cli_flags("--out", old=("--output-dir",)),
+                                                **output("folder")})
     max_steps: int = Field(100, ge=1, description="Optimizer steps to train for (in total, across resumes).")
     learning_rate: float = Field(1e-5, gt=0.0, description="Peak learning rate.")
     per_device_train_batch_size: int = Field(1, ge=1, description="Rows per device per micro-batch.")
@@ -50,7 +53,8 @@ class TrainCommon(BaseModel):
     lora: LoraSpec | None = Field(None, description="LoRA settings (YAML/JSON only); none: all weights.")
     use_cpu: bool | None = Field(None, description="Train on the CPU; default: when no CUDA device exists.")
     bf16: bool | None = Field(None, description="bf16 mixed precision; default: when the GPU supports it.")
-    resume: bool = Field(False, description="Continue from output_dir's last checkpoint (same config).")
+    resume: bool = Field(False, description="Continue from output_dir's last checkpoint (same config).",
+                         json_schema_extra=cli_flags("--resume", old=("--no-resume",)))
     save_steps: int = Field(500, ge=1, description="Save a checkpoint every this many steps.")
     logging_steps: int = Field(10, ge=1, description="Log the training loss every this many steps.")
     eval_fraction: float = Field(0.0, ge=0.0, lt=1.0,
@@ -82,17 +86,35 @@ class TrainCommon(BaseModel):
             update["text_corpora"] = [base / p for p in self.text_corpora]
         return self.model_copy(update=update)
 
+    @classmethod
+    def owns_output(cls, field: str, path: Path) -> bool:
+        """A training run's folder from before the lock file (see :func:`is_run_folder`)."""
+        return is_run_folder(path)
+
     def stored(self) -> dict[str, Any]:
         """The fields that define the training run (runtime fields left out), as stored in config.json."""
         dumped = self.model_dump(mode="json")
         return {k: v for k, v in dumped.items() if k not in RUNTIME_FIELDS}
 
 
+def is_run_folder(path: Path) -> bool:
+    """Whether ``path`` holds a training run's ``config.json`` (a recipe's fields)."""
+    from agentworld.io import loads
+
+    try:
+        stored = loads((path / "config.json").read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stored, dict) and {"model", "learning_rate", "lora"} <= set(stored)
+
+
 class DataFields(BaseModel):
     """Where training samples come from: data-pipeline inputs, or a whole pipeline config."""
 
     data: list[InputSpec] = Field(default_factory=list,
-                                  description="Trajectory inputs, as in the data pipeline.")
+                                  description="Trajectory inputs, as in the data pipeline (on the command "
+                                  "line: files; a config file may give each a format and options).",
+                                  json_schema_extra={"cli_type": "paths"})
     pipeline: Path | None = Field(None, description="A data-pipeline config whose inputs and steps to use.")
     mask: MaskConfig = Field(default_factory=MaskConfig,
                              description="Loss-mask settings when 'data' is given (YAML/JSON only).")

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.cli_support import cli_flags, output
 from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.models.base import ChatBackend, create_backend
 from agentworld.models.packaged import as_plain_weights, hf_source, is_gguf, resolve_model_path
@@ -37,54 +38,52 @@ RewardMode = Literal["hybrid", "separate", "rubric", "rule", "offline_hybrid"]
 class RLConfig(BaseModel):
     """Settings of one GSPO run; in a config file (:meth:`load`), relative paths are relative to it.
 
-    Attributes:
-        model: model name or local path (Hugging Face format).
-        output_dir: where checkpoints, logs and the final model go.
-        data: AgentWorldBench-style JSONL of one-turn samples (or pass ``samples`` to :func:`run_rl`).
-        reward: ``hybrid`` (one callable, 0.9/0.1), ``separate`` (rubric and rule functions combined by
-            TRL's ``reward_weights``), ``rubric`` or ``rule`` (no judge needed), ``offline_hybrid`` (no
-            judge: 0.9 the rule tier's overall score, :class:`RuleTierReward`, standing in for the rubric,
-            0.1 rule01).
-        judge: registered backend name for the rubric judge; ``judge_options`` go to its factory.
-        reward_scale: multiplies the hybrid reward (25 gives the report's [0, 25] range).
-        use_cpu: None picks the CPU when no CUDA device is present.
+    The data may instead be passed as ``samples`` to :func:`run_rl`; ``offline_hybrid`` scores 0.9 with
+    the rule tier's overall score (:class:`RuleTierReward`) standing in for the rubric, 0.1 with rule01.
     """
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str
-    output_dir: Path
-    data: Path | None = None
-    max_samples: int | None = None
-    reward: RewardMode = "hybrid"
-    judge: str = "openai"
-    judge_options: dict[str, Any] = Field(default_factory=dict)
-    judge_model: str = ""
-    judge_concurrency: int = 16
-    judge_temperature: float | None = 0.0
-    judge_max_tokens: int | None = 4096
-    rubric_weight: float = RUBRIC_WEIGHT
-    rule_weight: float = RULE_WEIGHT
-    reward_scale: float = 1.0
-    learning_rate: float = 1e-6
-    max_steps: int = 100
-    num_generations: int = 8
-    per_device_train_batch_size: int = 8
-    steps_per_generation: int = 4
-    max_completion_length: int = 2048
-    temperature: float = 1.0
-    epsilon: float = 3e-4
-    epsilon_high: float = 4e-4
-    logging_steps: int = 1
-    save_final: bool = True
-    seed: int = 0
-    use_cpu: bool | None = None
-    prompt: Literal["official", "brief"] = "official"
-    """The system prompt of the rows (``brief``: the domain's short one, as ``train sft prompt: brief``)."""
-    history_turns: int | None = None
-    """Earlier turns shown (the last N), as the SFT model was trained; None: all."""
-    history_chars: int | None = None
-    """Each earlier observation shown cut to N characters; None: whole."""
+    model: str = Field(description="Hugging Face model id or local model folder (the SFT model).")
+    output_dir: Path = Field(description="Where checkpoints, logs and the final model go.",
+                             json_schema_extra={**cli_flags("--out", old=("--output-dir",)),
+                                                **output("folder")})
+    data: Path | None = Field(None, description="AgentWorldBench-style JSONL of one-turn samples.")
+    max_samples: int | None = Field(None, ge=1, description="Use at most this many samples; default: all.")
+    reward: RewardMode = Field("hybrid", description="hybrid (0.9 rubric + 0.1 rule in one function), "
+                               "separate (TRL's reward_weights), rubric, rule, or offline_hybrid (the rule "
+                               "tier stands in for the rubric: no judge).")
+    judge: str = Field("openai", description="Registered backend name of the rubric judge.")
+    judge_options: dict[str, Any] = Field(default_factory=dict, description="Options of the judge's backend "
+                                          "factory (YAML/JSON only).")
+    judge_model: str = Field("", description="Model name the judge backend asks for.")
+    judge_concurrency: int = Field(16, ge=1, description="Judge requests in flight.")
+    judge_temperature: float | None = Field(0.0, description="Judge sampling temperature.")
+    judge_max_tokens: int | None = Field(4096, ge=1, description="Most tokens of a judge answer.")
+    rubric_weight: float = Field(RUBRIC_WEIGHT, description="Weight of the rubric reward.")
+    rule_weight: float = Field(RULE_WEIGHT, description="Weight of the rule reward.")
+    reward_scale: float = Field(1.0, description="Multiplies the hybrid reward (25 gives the report's "
+                                "[0, 25] range).")
+    learning_rate: float = Field(1e-6, gt=0.0, description="Peak learning rate.")
+    max_steps: int = Field(100, ge=1, description="Optimizer steps to train for.")
+    num_generations: int = Field(8, ge=1, description="Completions sampled per prompt (the GSPO group).")
+    per_device_train_batch_size: int = Field(8, ge=1, description="Completions per device per micro-batch.")
+    steps_per_generation: int = Field(4, ge=1, description="Optimizer steps per generation round.")
+    max_completion_length: int = Field(2048, ge=1, description="Most tokens of a completion.")
+    temperature: float = Field(1.0, ge=0.0, description="Sampling temperature of the completions.")
+    epsilon: float = Field(3e-4, description="Lower clipping range of the sequence-level ratio.")
+    epsilon_high: float = Field(4e-4, description="Upper clipping range of the sequence-level ratio.")
+    logging_steps: int = Field(1, ge=1, description="Log every this many steps.")
+    save_final: bool = Field(True, description="Save the final model in output_dir/final.")
+    seed: int = Field(0, description="Seed of the trainer and the sampling.")
+    use_cpu: bool | None = Field(None, description="Train on the CPU; default: when no CUDA device exists.")
+    prompt: Literal["official", "brief"] = Field("official", description="The system prompt of the rows "
+                                                 "(brief: the domain's short one, as train sft's prompt: "
+                                                 "brief).")
+    history_turns: int | None = Field(None, ge=0, description="Earlier turns shown (the last N), as the SFT "
+                                      "model was trained; default: all.")
+    history_chars: int | None = Field(None, ge=16, description="Each earlier observation shown cut to N "
+                                      "characters; default: whole.")
 
     def view(self) -> PromptView:
         """The :class:`PromptView` of the rows."""
@@ -98,14 +97,23 @@ class RLConfig(BaseModel):
         from agentworld.configfile import load_config_file
 
         path = Path(path)
-        config = load_config_file(cls, path, **overrides)
-        base = path.parent
-        update: dict[str, Any] = {"output_dir": base / config.output_dir}
-        if config.data is not None:
-            update["data"] = base / config.data
-        if config.model.startswith(("./", "../")):
-            update["model"] = str(base / config.model)
-        return config.model_copy(update=update)
+        return load_config_file(cls, path, **overrides).relative_to(path.parent)
+
+    def relative_to(self, base: Path) -> RLConfig:
+        """A copy whose relative paths (output, data, a ``./`` model) are taken from ``base``."""
+        update: dict[str, Any] = {"output_dir": base / self.output_dir}
+        if self.data is not None:
+            update["data"] = base / self.data
+        if self.model.startswith(("./", "../")):
+            update["model"] = str(base / self.model)
+        return self.model_copy(update=update)
+
+    @classmethod
+    def owns_output(cls, field: str, path: Path) -> bool:
+        """A training run's folder from before the lock file."""
+        from agentworld.train.config import is_run_folder
+
+        return is_run_folder(path)
 
 
 class RLResult(BaseModel):

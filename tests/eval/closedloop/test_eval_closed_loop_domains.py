@@ -144,31 +144,41 @@ def test_the_retrieval_model_on_search_answers_from_search_rows_and_shows_the_me
 
 
 def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m agentworld.eval.closedloop.truth`` on the notes domain (``tests/example_domain``)."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``agentworld eval closed-loop-truth`` on the notes domain (``tests/example_domain``)."""
     monkeypatch.setenv("AGENTWORLD_DOMAIN_PACKAGES", "example_domain")
-    from agentworld.eval.closedloop.truth import main
+    from typer.testing import CliRunner
+
+    from agentworld.cli import app
+
+    def truth(*args: str) -> Any:
+        return CliRunner().invoke(app, ["eval", "closed-loop-truth", *args])
 
     task = {"id": "fruit", "domain": "notes", "goal": "Show the fruit.", "setup": ["set fruit pear"],
             "candidates": ["get fruits", "get fruit"], "errors": [r"^\(no such key"], "check": "list",
             "expect": "fruit = pear"}
     tasks, out = tmp_path / "notes.jsonl", tmp_path / "truth.jsonl"
     tasks.write_text(json.dumps(task) + "\n")
-    assert main(["--tasks", str(tasks), "--out", str(out)]) == 0
+    done = truth("--tasks", str(tasks), "--out", str(out))
+    assert done.exit_code == 0, done.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     # per arm: the two agent steps and the check (the setup's observation is given, never asked)
     assert [r["response"][-1] for r in rows if r["id"].startswith("cl-fruit-bare-")] == [
         "(no such key: fruits)", "fruit = pear", "fruit = pear"]
     # the router arms run every notes step for real: the world model is never asked there
     assert sorted(r["id"].split("-")[2] for r in rows) == ["bare"] * 3 + ["ledger"] * 3
-    assert capsys.readouterr().out.strip() == f"wrote {len(rows)} rows for 1 tasks to {out}"
+    assert done.output.strip() == f"wrote {len(rows)} rows to {out}"
     before = out.read_text()
-    assert main(["--tasks", str(tasks), "--out", str(out)]) == 2
-    assert "exists: give a new file" in capsys.readouterr().err and out.read_text() == before
+    again = truth("--tasks", str(tasks), "--out", str(out))
+    assert again.exit_code == 2 and "exists: give a new file" in again.output and out.read_text() == before
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("my notes\n")
+    refused = truth("--tasks", str(tasks), "--out", str(foreign))
+    assert refused.exit_code == 2 and "not written by agentworld" in refused.output
     tasks.write_text(json.dumps({k: v for k, v in task.items() if k != "candidates"}) + "\n")
-    assert main(["--tasks", str(tasks), "--out", str(tmp_path / "new.jsonl")]) == 2
-    assert "task 'fruit' lists no candidates" in capsys.readouterr().err
-    assert not (tmp_path / "new.jsonl").exists()
+    bare = truth("--tasks", str(tasks), "--out", str(tmp_path / "new.jsonl"))
+    assert bare.exit_code == 2 and "task 'fruit' lists no candidates" in bare.output
+    assert len(bare.output.strip().splitlines()) == 1 and not (tmp_path / "new.jsonl").exists()
 
 
 def test_a_bad_spec_is_one_error_naming_the_task_and_field(tmp_path: Path) -> None:

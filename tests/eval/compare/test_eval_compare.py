@@ -150,7 +150,7 @@ def test_run_over_other_data_is_refused_unless_paired_by_id(runs: dict[str, Path
     (["--run", "{c0}", "--run", "{data}"], "not an agentworld eval run"),
     (["--run", "{c0}", "--run", "{c50}", "--baseline", "nope"], "--baseline 'nope' is none of the runs; give "
                                                                  "one of: c0, c50"),
-    (["--run", "{c0}", "--run", "{c50}", "--html", "{c0}/predictions.jsonl"], "--html: "),
+    (["--run", "{c0}", "--run", "{c50}", "--out", "{c0}/predictions.jsonl"], "--out: "),
     (["--run", "{c0}", "--run", "{c50}", "--metrics", "rule.bogus"], "unknown metric"),
 ])
 def test_user_errors_are_one_red_line(runs: dict[str, Path], args: list[str], message: str) -> None:
@@ -225,9 +225,9 @@ class _Tags(HTMLParser):
 
 def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "compare.html"
-    page.write_text("old page")
+    page.write_text("<!doctype html><title>agentworld compare</title>old page")  # ours: replaced
     args = ["compare", "--run", str(runs["c0"]), "--run", str(runs["c50"]), "--run", str(runs["seed1"]),
-            "--baseline", "c50", "--bootstrap", "500", "--html", str(page)]
+            "--baseline", "c50", "--bootstrap", "500", "--out", str(page)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -242,6 +242,11 @@ def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch:
     assert tags.tags.count("svg") == 2  # one forest plot per comparison
     assert tags.tags.count("details") == 4  # per-sample tables: 2 comparisons x 2 headline metrics
     assert "script" not in tags.tags and not tags.links  # self-contained: nothing is fetched
+    page.write_text("my notes")
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 1 and "not written by agentworld" in str(refused.exception)
+    assert page.read_text() == "my notes"  # a page that is not ours is never replaced
+    page.write_text(html)
     text = "".join(tags.text)
     for needle in ("c50 (baseline)", "c0 vs c50", "seed1 vs c50", "rule.overall", "t0-1", "s4-3"):
         assert needle in text, needle
@@ -264,7 +269,7 @@ def test_hostile_rows_are_dropped_by_reason_and_escaped(runs: dict[str, Path], t
         handle.write(json.dumps({"id": "t1-3", "domain": "terminal", "rule": {"overall": "high"}}) + "\n")
     page = tmp_path / "page.html"
     result = CliRunner().invoke(app, ["compare", "--run", str(runs["c0"]), "--run", str(hostile), "--json",
-                                      "--html", str(page), "--bootstrap", "100"])
+                                      "--out", str(page), "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
     rows = _rows(json.loads(result.stdout), "terminal")
     assert rows["rubric.total"]["drop_reasons"] == {"prediction error in <i>hostile": 1,

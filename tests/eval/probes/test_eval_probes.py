@@ -204,7 +204,7 @@ def test_failed_requests_count_as_failed_probes_and_are_retried_on_resume(tmp_pa
 
 def test_cli_exports_runs_and_prints_the_table(tmp_path: Path) -> None:
     data = tmp_path / "probes.jsonl"
-    result = runner.invoke(app, ["eval", "probes", "--write-data", str(data), "--domains", "web,swe"])
+    result = runner.invoke(app, ["eval", "probes", "--data-out", str(data), "--domains", "web,swe"])
     assert result.exit_code == 0, result.output
     assert {s.domain for s in load_samples([data])} == {"web", "swe"}
     with run_mock_server(MockConfig(data=[data])) as url:
@@ -216,13 +216,13 @@ def test_cli_exports_runs_and_prints_the_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--domains", "nosuch", "--write-data", "x.jsonl"], "no probes for domain(s) nosuch"),
-    (["--domains", "android", "--write-data", "x.jsonl"], "no probes for domain(s) android"),
+    (["--domains", "nosuch", "--data-out", "x.jsonl"], "no probes for domain(s) nosuch"),
+    (["--domains", "android", "--data-out", "x.jsonl"], "no probes for domain(s) android"),
     ([], "give --out DIR"),
     (["--out", "run"], "--model is required"),
     (["--out", "run", "--model", "nosuchbackend"], "unknown world-model backend 'nosuchbackend'"),
     (["--out", "foreign", "--model", "retrieval"], "not an agentworld eval probes folder"),
-    (["--variants", "0", "--write-data", "x.jsonl"], "--variants"),
+    (["--variants", "0", "--data-out", "x.jsonl"], "--variants"),
 ])
 def test_cli_user_errors_are_one_red_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "foreign").mkdir()
@@ -252,14 +252,14 @@ def test_resuming_with_other_settings_is_refused_and_changes_nothing(tmp_path: P
 def test_write_data_never_replaces_a_users_file_but_repeats_idempotently(tmp_path: Path) -> None:
     mine = tmp_path / "mine.jsonl"
     mine.write_text('{"mine": true}\n')
-    result = runner.invoke(app, ["eval", "probes", "--write-data", str(mine), "--out", str(tmp_path / "run"),
+    result = runner.invoke(app, ["eval", "probes", "--data-out", str(mine), "--out", str(tmp_path / "run"),
                                  "--model", "retrieval"])
     assert result.exit_code == 2 and "exists and holds something else" in result.output
     assert mine.read_text() == '{"mine": true}\n' and not (tmp_path / "run").exists()
     data = _data(tmp_path, domains=["swe"], variants=1)
     first = data.read_bytes()
     assert _data(tmp_path, domains=["swe"], variants=1) == data and data.read_bytes() == first
-    result = runner.invoke(app, ["eval", "probes", "--write-data", str(data), "--domains", "web"])
+    result = runner.invoke(app, ["eval", "probes", "--data-out", str(data), "--domains", "web"])
     assert result.exit_code == 2 and data.read_bytes() == first
 
 

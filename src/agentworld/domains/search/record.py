@@ -116,7 +116,7 @@ class RecordSearchOptions(BaseModel):
                             "plus its path in the folder.")
     top_k: int = Field(10, ge=1, le=100, description="Results per query.")
     resume: bool = Field(False, description="Keep OUT and record only the scenarios not complete in it.",
-                         json_schema_extra=cli_flags("--resume", "--append"))
+                         json_schema_extra=cli_flags("--resume", old=("--append",)))
     overwrite: bool = Field(False, description="Replace an existing OUT.")
 
 

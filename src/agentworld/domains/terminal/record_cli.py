@@ -27,7 +27,7 @@ class RecordTerminalOptions(BaseModel):
                                    "built-in scenarios).")
     seed: int = Field(0, description="Seed of the container hostnames (same seed, same screens).")
     resume: bool = Field(False, description="Keep OUT and record only the scenarios not complete in it.",
-                         json_schema_extra=cli_flags("--resume", "--append"))
+                         json_schema_extra=cli_flags("--resume", old=("--append",)))
     overwrite: bool = Field(False, description="Replace an existing OUT.")
     fast: bool = Field(True, description="End a wait early once the prompt is back and the screen is "
                        "stable.")

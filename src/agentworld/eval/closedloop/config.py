@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from agentworld.cli_support import output
 from agentworld.endpoints import AgentEndpoint, JudgeEndpoint, ModelEndpoint
 
 FORMAT = "agentworld-closed-loop/1"
@@ -81,3 +82,16 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
         from agentworld.eval.runfolder import holds_format
 
         return holds_format(path, FORMAT)
+
+
+class TruthConfig(BaseModel):
+    """Record the real episodes of closed-loop tasks (the scripted agent, every arm) as the ground-truth
+    rows 'agentworld serve mock --data' replays; an existing --out is refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tasks: Path = Field(description="Closed-loop tasks JSONL (as eval closed-loop's --tasks); every task "
+                        "lists candidates for the scripted agent.")
+    out: Path = Field(description="AgentWorldBench rows to write (a new file).",
+                      json_schema_extra=output("file"))
+    seed: int = Field(0, description="Seed of the episodes (as eval closed-loop's --seed).")

@@ -36,7 +36,8 @@ class CompareConfig(BaseModel):
     allow_different_data: bool = Field(
         False, description="Pair samples by id even when the runs' data files differ (the same samples "
         "rewritten with a prompt variant); without it such runs are refused.")
-    html: Path | None = Field(None, description="Also write one self-contained HTML page here.")
+    html: Path | None = Field(None, description="Also write one self-contained HTML page here.",
+                              json_schema_extra={**cli_flags("--out", old=("--html",)), "output": "file"})
     as_json: bool = Field(False, description="Print the comparison as JSON.",
                           json_schema_extra=cli_flags("--json"))
 

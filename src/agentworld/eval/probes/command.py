@@ -70,14 +70,14 @@ def write_data(probes: list[Probe], path: Path) -> int:
 
 
 def check_data_target(probes: list[Probe], path: Path) -> None:
-    """Refuse to replace a user's file: ``--write-data`` may only create a file or rewrite one that
+    """Refuse to replace a user's file: ``--data-out`` may only create a file or rewrite one that
     already holds exactly these probes (a repeated command).
 
     Raises:
         AgentWorldError: the path is a folder, or a file with other content (left as it was).
     """
     if path.is_dir():
-        raise AgentWorldError(f"--write-data {path}: is a folder; give a file name")
+        raise AgentWorldError(f"--data-out {path}: is a folder; give a file name")
     if path.exists():
         lines = [dumps(probe_row(p)) for p in probes]
         try:
@@ -85,7 +85,7 @@ def check_data_target(probes: list[Probe], path: Path) -> None:
         except (OSError, UnicodeDecodeError):
             same = False
         if not same:
-            raise AgentWorldError(f"--write-data {path}: exists and holds something else; nothing was "
+            raise AgentWorldError(f"--data-out {path}: exists and holds something else; nothing was "
                                   "changed. Remove it or give another file name")
 
 
@@ -221,7 +221,7 @@ def _backend(config: ProbesConfig, domains: list[str]) -> ChatBackend:
 
 def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> dict[str, Any] | None:
     """Generate, (re)send what is missing, judge and write the report; returns ``report.json``'s content
-    (None when only ``--write-data`` was asked for)."""
+    (None when only ``--data-out`` was asked for)."""
     from agentworld.eval.probes.report import summarize, write_html
 
     probes = generate_probes(config.seed, config.variants, config.domains)
@@ -229,7 +229,7 @@ def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> d
         check_data_target(probes, config.write_data)
     if config.out is None:
         if config.write_data is None:
-            raise AgentWorldError("give --out DIR (a run) or --write-data FILE (the probes as data), or both")
+            raise AgentWorldError("give --out DIR (a run) or --data-out FILE (the probes as data), or both")
         write_data(probes, config.write_data)
         return None
     if config.model is None and backend is None:

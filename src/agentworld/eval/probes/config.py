@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentworld.cli_support import cli_flags
 from agentworld.endpoints import ModelEndpoint
 
 _RUNTIME: dict[str, Any] = {"runtime": True}
@@ -20,7 +21,7 @@ class ProbesConfig(ModelEndpoint):
 
     model: str | None = Field(None, description="World model: the served model name with --model-base-url; "  # type: ignore[assignment]
                               "without it a backend name (retrieval: the offline baseline). Not needed "
-                              "with --write-data alone.")
+                              "with --data-out alone.")
     out: Path | None = Field(None, description="Run folder: created when new or empty; one written by an "
                              "earlier 'eval probes' is resumed (completed probes are not sent again).",
                              json_schema_extra={**_RUNTIME, "output": "folder"})
@@ -31,7 +32,8 @@ class ProbesConfig(ModelEndpoint):
                           "drawn values).")
     write_data: Path | None = Field(None, description="Also write the probes as an AgentWorldBench JSONL "
                                     "file (the mock server can serve it); alone, only that is done.",
-                                    json_schema_extra={**_RUNTIME, "output": "file"})
+                                    json_schema_extra={**_RUNTIME, "output": "file",
+                                                       **cli_flags("--data-out", old=("--write-data",))})
     max_tokens: int = Field(4096, ge=1, description="max_tokens of world-model requests.")
     temperature: float = Field(0.0, ge=0, description="Temperature of world-model requests.")
     concurrency: int = Field(16, ge=1, description="World-model requests in flight at once.",
