@@ -98,7 +98,7 @@ def _eval_run(tmp_path: Path) -> Path:
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"infer": {"data": [str(data)], "model": HOSTILE},
                                                  "judge": {"judge_model": "j"}}))
-    totals = {"good": 90.0, HOSTILE: 40.0, "bad": 10.0, "failed-judge": None}
+    totals = {"good": 5.0, HOSTILE: 3.0, "bad": 2.0, "failed-judge": None}  # the judge's 1-5 scale
     with (JsonlJournal(run / "predictions.jsonl") as p, JsonlJournal(run / "rules.jsonl") as r,
           JsonlJournal(run / "judgments.jsonl") as j):
         for s in samples:
@@ -121,7 +121,7 @@ def test_eval_report_is_worst_first_with_a_below_filter_and_escapes(tmp_path: Pa
     order = re.findall(r'<details class="s"[^>]*><summary>([^<]*)', html)
     assert order == ["failed-judge", "bad", ESCAPED, "good"]
     scores = re.findall(r'<details class="s"[^>]*?(?: data-score="([^"]*)")?><summary>', html)
-    assert scores == ["", "10", "40", "90"]  # no score (judge failed) first, then lowest first
+    assert scores == ["", "25", "50", "100"]  # no score (judge failed) first, then lowest first (0-100)
     assert '<input id="below" type="number"' in html and 'oninput="applyFilter()"' in html
     assert 'id="onlyfail"' not in html and "worst first" in html
     assert "s<x" in html  # the filter keeps scores below the threshold

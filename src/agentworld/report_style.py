@@ -47,7 +47,8 @@ margin-bottom:8px}header.aw-report .kind{color:#4e79a7;font-size:12px;font-weigh
 text-transform:uppercase}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 .meta{color:#555}.meta b{color:#222}
-.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px;overflow-x:auto}
+.card{display:inline-block;box-sizing:border-box;max-width:100%;background:#fff;border:1px solid #ddd;
+border-radius:6px;padding:12px;overflow-x:auto}
 table.t{border-collapse:collapse;background:#fff;margin:4px 0}table.t th,table.t td{border:1px solid #ddd;
 padding:4px 8px;text-align:right;vertical-align:top}table.t th:first-child,table.t td:first-child,
 table.t .l{text-align:left}table.t th{background:#f0f0f0}table.t ul{margin:0;padding-left:18px}

@@ -42,8 +42,9 @@ def _task(row: dict[str, Any]) -> str:
 
 def render_html(report: dict[str, Any]) -> str:
     """The page for a closed-loop ``report.json``."""
-    meta = [("agent", report["agent"]), ("world model", report["model"]), ("judge", report["judge"] or "-"),
-            ("seed", report["seed"]), ("tasks", f'{report["tasks_finished"]} of {report["tasks_planned"]}')]
+    tasks = f'{report["tasks_finished"]} of {report["tasks_planned"]}'
+    meta = [("agent", report["agent"]), ("world model", report["model"]),
+            ("judge", report["judge"] or "none"), ("seed", report["seed"]), ("tasks", tasks)]
     note = ("Agree%: tasks whose check gives the same outcome in the real environment and in the simulator. "
             "Diverged: tasks whose agent actions differ (1stDiv: mean first turn). Rule/Rubric: mean "
             "fidelity of each simulated observation against the real environment's answer to the same "

@@ -21,7 +21,7 @@ from agentworld.eval.baselines import BASELINES
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.eval.ruletier import rule_tier
 from agentworld.eval.runfolder import RunFolder
-from agentworld.eval.score import score_rows
+from agentworld.eval.score import normalise, score_rows
 from agentworld.io import atomic_write_text
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.report_style import FILTER_JS, Html, escape, filter_bar, html_table, page
@@ -168,10 +168,11 @@ def _strip(text: str) -> str:
 
 
 def sample_score(judged: JudgmentRow | None, rule: RuleRow | None, by_judge: bool) -> float | None:
-    """The number a sample is ranked and filtered by (0–100): the judge's total in a judged run, else
-    the rule overall; None when there is none (a failed judgment, no rule row), which ranks first."""
+    """The number a sample is ranked and filtered by (0–100): the judge's total (its 1–5 scale mapped
+    to 0–100 as the domain means are) in a judged run, else the rule overall; None when there is none
+    (a failed judgment, no rule row), which ranks first."""
     if by_judge:
-        return None if judged is None or judged.failed else float(judged.total_score)
+        return None if judged is None or judged.failed else normalise(judged.total_score)
     value = rule.rule.get("overall") if rule is not None else None
     return float(value) if isinstance(value, int | float) else None
 
@@ -181,6 +182,8 @@ def sample_view(sid: str, domain: str, pred: PredictionRow, judged: JudgmentRow 
     """One sample as a ``<details>`` item: badges, scores, judge notes and the diff to the ground truth;
     ``data-score`` carries ``score`` for the "below" filter."""
     badges, problem = [f'<span class="badge b-dom">{e(domain)}</span>'], False
+    if score is not None:
+        badges.insert(0, f'<span class="badge b-score" title="rank and filter">{score:.1f}</span>')
     if pred.error:
         badges.append(f'<span class="badge b-fail">prediction error: {e(pred.error[:80])}</span>')
         problem = True
@@ -236,9 +239,10 @@ def _domain_table(domains: dict[str, dict[str, Any]]) -> str:
 
 def _filters(domains: list[str], n: int, by_judge: bool) -> str:
     what = "judge total" if by_judge else "rule overall"
-    return (f'<h2>Samples, worst first (<span id="shown">{n}</span> shown)</h2><p class="note">Ordered by '
-            f"{what} (0–100), lowest first; samples without one (a failed judgment, no rule score) come "
-            "first and always pass the score filter.</p>" + filter_bar(domains, below=what))
+    note = (f"Ordered by {what} (0–100), lowest first; samples without one (a failed judgment, no rule "
+            "score) come first and always pass the score filter.")
+    return (f'<h2 id="samples">Samples, worst first (<span id="shown">{n}</span> shown)</h2>'
+            f'<p class="note">{note}</p>' + filter_bar(domains, below=what))
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
