@@ -210,3 +210,11 @@ def test_no_report_keeps_its_own_table_or_page_helper() -> None:
         text = path.read_text("utf-8")
         assert "<style>" not in text and "<table>" not in text and '<table class="t">' not in text, path
         assert not re.search(r"^def _?(plain_)?table\(", text, re.M), path
+
+
+def test_the_module_examples_hold() -> None:
+    import doctest
+
+    import agentworld.report_style as style
+
+    assert doctest.testmod(style).failed == 0
