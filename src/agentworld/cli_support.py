@@ -328,15 +328,15 @@ def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:
 
 
 class StageProgress:
-    """A rich progress bar with ETA, one line per stage; silent when disabled or not on a terminal."""
+    """A rich progress bar with n/N and ETA, one line per stage; silent when disabled or not on a terminal."""
 
     def __init__(self, enabled: bool, total: int, stages: tuple[str, ...]) -> None:
         from rich.console import Console
-        from rich.progress import Progress
+
+        from agentworld.report_style import progress
 
         console = Console(stderr=True)
-        self.bar = Progress(*Progress.get_default_columns(), console=console,
-                            disable=not (enabled and console.is_terminal))
+        self.bar = progress(console, disable=not (enabled and console.is_terminal))
         self.tasks = {stage: self.bar.add_task(stage, total=total) for stage in stages}
 
     def advance(self, stage: str) -> None:

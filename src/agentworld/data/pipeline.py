@@ -242,11 +242,10 @@ def _write_output(samples: Iterable[AnySample], spec: OutputSpec) -> dict[str, A
 
 
 def _progress(samples: Iterator[PlainSample], console: Console) -> Iterator[PlainSample]:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from agentworld.report_style import progress
 
-    with Progress(SpinnerColumn(), TextColumn("{task.completed} samples"), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("pipeline")
+    with progress(console, transient=True) as bar:
+        task = bar.add_task("samples", total=None)
         for sample in samples:
             bar.advance(task)
             yield sample

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import html
-
 from rich.console import Console
 from rich.table import Table
 
 from agentworld.data.process import DatasetStats, Histogram
 from agentworld.data.types import MASK_CATEGORIES
+from agentworld.report_style import escape, html_table, page
 
 
 def _label(hist: Histogram, i: int) -> str:
@@ -54,7 +53,7 @@ def svg_histogram(hist: Histogram, title: str, width: int = 560, height: int = 1
     peak = max(hist.counts) or 1
     bar_w = (width - 40) / len(bins)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" role="img">',
-             f'<title>{html.escape(title)}</title>']
+             f'<title>{escape(title)}</title>']
     for k, i in enumerate(bins):
         h = (height - 20) * hist.counts[i] / peak
         x, y = 30 + k * bar_w, height - h
@@ -71,18 +70,14 @@ def svg_histogram(hist: Histogram, title: str, width: int = 560, height: int = 1
 
 def stats_html(data: DatasetStats, title: str = "dataset") -> str:
     """A self-contained HTML page: domain counts, category shares, two inline-SVG histograms."""
-    rows = "".join(f"<tr><td>{html.escape(d)}</td><td>{n}</td></tr>" for d, n in sorted(data.domains.items()))
-    cats = "".join(f"<tr><td>{c}</td><td>{s:.1%}</td><td>{data.categories.get(c, 0)}</td>"
-                   f"<td>{data.kept.get(c, 0)}</td></tr>" for c, s in data.shares().items()
-                   if c in MASK_CATEGORIES)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 8px}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1>"
-            f"<p>{data.samples} samples from {data.trajectories} trajectories</p>"
-            f"<h2>Domains</h2><table><tr><th>domain</th><th>samples</th></tr>{rows}</table>"
-            f"<h2>Mask categories</h2><table><tr><th>category</th><th>share</th><th>samples</th>"
-            f"<th>kept</th></tr>{cats}</table>"
-            f"<h2>Action tokens</h2>{svg_histogram(data.action_tokens, 'action tokens')}"
-            f"<h2>Observation tokens</h2>{svg_histogram(data.observation_tokens, 'observation tokens')}"
-            "</body></html>\n")
+    domains = sorted(data.domains.items())
+    cats = [[c, f"{s:.1%}", data.categories.get(c, 0), data.kept.get(c, 0)]
+            for c, s in data.shares().items() if c in MASK_CATEGORIES]
+    body = ["<h2>Domains</h2>", html_table(["domain", "samples"], domains),
+            "<h2>Mask categories</h2>", html_table(["category", "share", "samples", "kept"], cats),
+            "<h2>Action tokens</h2>",
+            f'<div class="card">{svg_histogram(data.action_tokens, "action tokens")}</div>',
+            "<h2>Observation tokens</h2>"
+            f'<div class="card">{svg_histogram(data.observation_tokens, "observation tokens")}</div>']
+    meta = [("samples", data.samples), ("trajectories", data.trajectories)]
+    return page("data stats", title, body, meta=meta, stamp=False)

@@ -9,9 +9,7 @@ can be mailed or archived as is; every piece of data is HTML-escaped.
 from __future__ import annotations
 
 import difflib
-import html
 import json
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import mean
@@ -23,45 +21,15 @@ from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.eval.rules.baselines import BASELINES
 from agentworld.eval.rules.context import rule_tier
 from agentworld.eval.runfolder import RunFolder
-from agentworld.eval.score import score_rows
+from agentworld.eval.score import normalise, score_rows
 from agentworld.io import atomic_write_text
 from agentworld.models.parsing import SCORE_DIMENSIONS
+from agentworld.report_style import FILTER_JS, Html, escape, filter_bar, html_table, page
 from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples, strip_marker
 
 COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1")
 RULE_FIELDS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
-e = html.escape
-
-CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
-.meta{color:#555}.meta b{color:#222}
-.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:12px}
-table.t{border-collapse:collapse;background:#fff}table.t th,table.t td{border:1px solid #ddd;padding:4px 8px;
-text-align:right}table.t th:first-child,table.t td:first-child{text-align:left}table.t th{background:#f0f0f0}
-.big{font-size:20px;font-weight:600}.note{color:#666;font-size:12px}
-details.s{background:#fff;border:1px solid #ddd;border-radius:6px;margin:6px 0}
-details.s summary{cursor:pointer;padding:6px 10px;font-family:ui-monospace,monospace}
-.badge{display:inline-block;border-radius:3px;padding:0 5px;margin-left:6px;font-size:12px;color:#fff}
-.b-fail{background:#c0392b}.b-trunc{background:#d68910}.b-ok{background:#27ae60}.b-dom{background:#666}
-table.d{width:100%;border-collapse:collapse;table-layout:fixed;font:12px/1.35 ui-monospace,monospace}
-table.d td{vertical-align:top;white-space:pre-wrap;word-break:break-all;padding:0 6px;
-border-left:1px solid #eee}
-table.d th{text-align:left;font:600 12px system-ui;padding:4px 6px;background:#f4f4f4}
-td.del{background:#fde8e8}td.ins{background:#e6f6e6}td.chg{background:#fff6dc}
-mark.x{background:#f5b041;color:#000}
-.filters{position:sticky;top:0;background:#fafafa;padding:8px 0;z-index:1}
-.filters input,.filters select{padding:4px;margin-right:8px}
-"""
-
-JS = """
-function applyFilter(){var q=document.getElementById('q').value.toLowerCase(),
-d=document.getElementById('dom').value,f=document.getElementById('onlyfail').checked,n=0;
-document.querySelectorAll('details.s').forEach(function(el){var ok=(!d||el.dataset.domain===d)&&
-(!f||el.dataset.problem==='1')&&(!q||el.textContent.toLowerCase().indexOf(q)>=0);
-el.style.display=ok?'':'none';if(ok)n++;});document.getElementById('shown').textContent=n;}
-"""
-
+e = escape
 
 def _fmt(value: Any, digits: int = 1) -> str:
     return "–" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
@@ -118,11 +86,6 @@ def bar_chart(domains: dict[str, dict[str, Any]]) -> str:
     return "".join(out) + "</svg>"
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    cells = "".join(f"<tr>{''.join(f'<td>{c}</td>' for c in row)}</tr>" for row in rows)
-    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
-
-
 def rule_table(rules: dict[str, RuleRow], domain_of: dict[str, str]) -> str:
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for sid, row in rules.items():
@@ -136,8 +99,8 @@ def rule_table(rules: dict[str, RuleRow], domain_of: dict[str, str]) -> str:
             vals = [100.0 * v if isinstance(v, bool) else float(v) for r in by[dom]
                     if isinstance(v := r.get(f), int | float)]
             cols.append(_fmt(mean(vals)) if vals else "–")
-        rows.append([e(dom), str(len(by[dom])), *cols])
-    return _table(["domain", "n", "exact %", "line F1", "deterministic", "metadata valid", "structure",
+        rows.append([dom, str(len(by[dom])), *cols])
+    return html_table(["domain", "n", "exact %", "line F1", "deterministic", "metadata valid", "structure",
                    "overall"], rows)
 
 
@@ -151,7 +114,7 @@ def tier_table(tier: dict[str, Any] | None) -> str:
     rows = []
     for name, line in lines:
         base = line.get("baselines") or {}
-        row = [e(name), str(line.get("n", "–")), _fmt(line.get("overall")),
+        row = [name, str(line.get("n", "–")), _fmt(line.get("overall")),
                *(_fmt(base.get(b)) for b in BASELINES), _fmt(line.get("strongest")),
                _fmt(line.get("skill_over_frame_only"), 2), _fmt(line.get("skill_over_strongest"), 2)]
         if calibrated:
@@ -163,7 +126,7 @@ def tier_table(tier: dict[str, Any] | None) -> str:
     return ('<p class="note">Rule overall (0–100) of the model and of trivial predictors on the same '
             "samples; skill over b = (model − b) / (100 − b): 0 is no better than that trivial answer, 1 is "
             "perfect; strongest is the best trivial answer, so skill over it is what the model adds.</p>"
-            + _table(head, rows))
+            + html_table(head, rows))
 
 
 def _order(names: Any) -> list[str]:
@@ -204,11 +167,25 @@ def _strip(text: str) -> str:
     return strip_marker(text).strip()
 
 
+def sample_score(judged: JudgmentRow | None, rule: RuleRow | None, by_judge: bool) -> float | None:
+    """The number a sample is ranked and filtered by (0–100): the judge's total (its 1–5 scale mapped
+    to 0–100 as the domain means are) in a judged run, else the rule overall; None when there is none
+    (a failed judgment, no rule row), which ranks first."""
+    if by_judge:
+        return None if judged is None or judged.failed else normalise(judged.total_score)
+    value = rule.rule.get("overall") if rule is not None else None
+    return float(value) if isinstance(value, int | float) else None
+
+
 def sample_view(sid: str, domain: str, pred: PredictionRow, judged: JudgmentRow | None,
-                rule: RuleRow | None, truth: str | None) -> str:
+                rule: RuleRow | None, truth: str | None, score: float | None = None) -> str:
+    """One sample as a ``<details>`` item: badges, scores, judge notes and the diff to the ground truth;
+    ``data-score`` carries ``score`` for the "below" filter."""
     badges, problem = [f'<span class="badge b-dom">{e(domain)}</span>'], False
+    if score is not None:
+        badges.insert(0, f'<span class="badge b-score" title="rank and filter">{score:.1f}</span>')
     if pred.error:
-        badges.append(f'<span class="badge b-fail">prediction error: {e(pred.error)[:80]}</span>')
+        badges.append(f'<span class="badge b-fail">prediction error: {e(pred.error[:80])}</span>')
         problem = True
     if pred.truncated:
         badges.append('<span class="badge b-trunc">truncated</span>')
@@ -229,20 +206,18 @@ def sample_view(sid: str, domain: str, pred: PredictionRow, judged: JudgmentRow 
         items = [*judged.weaknesses, *([judged.error] if judged.error else [])]
         extra = ('<div class="note" style="padding:0 10px">judge notes:</div><ul>'
                  + "".join(f"<li>{e(str(w))}</li>" for w in items) + "</ul>")
-    return (f'<details class="s" data-domain="{e(domain)}" data-problem="{int(problem)}"><summary>'
+    data_score = "" if score is None else f' data-score="{score:g}"'
+    return (f'<details class="s" data-domain="{e(domain)}" data-problem="{int(problem)}"{data_score}>'
+            "<summary>"
             f'{e(sid)}{"".join(badges)} <span class="note">{" · ".join(scores)}</span></summary>'
             f"{extra}{body}</details>")
 
 
-def _header(run_dir: Path, cfg: dict[str, Any], note: str) -> str:
+def _meta(run_dir: Path, cfg: dict[str, Any]) -> list[tuple[str, object]]:
     judge = cfg.get("judge_model") or cfg.get("judge") or "–"
     data = ", ".join(map(str, cfg.get("data") or [])) or "–"
-    made = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-    model = e(str(cfg.get("model", "?")))
-    return (f'<h1>AgentWorldBench run report</h1><div class="meta"><b>model</b> {model}'
-            f' · <b>judge</b> {e(str(judge))} ({e(str(cfg.get("judge_mode", "rubric")))}) · <b>data</b> '
-            f'{e(data)} · <b>run</b> {e(str(run_dir))} · <b>written</b> {made}</div>'
-            + (f'<p class="note">{e(note)}</p>' if note else ""))
+    return [("model", cfg.get("model", "?")), ("judge", f'{judge} ({cfg.get("judge_mode", "rubric")})'),
+            ("data", data), ("run", run_dir)]
 
 
 def _overall(overall: dict[str, Any], n: int) -> str:
@@ -256,20 +231,18 @@ def _overall(overall: dict[str, Any], n: int) -> str:
 def _domain_table(domains: dict[str, dict[str, Any]]) -> str:
     counts = ("truncated", "no_generation", "prediction_errors", "judge_failures")
     dims = (*SCORE_DIMENSIONS, "total_score")
-    rows = [[e(d), f"{v.get('valid', '–')}/{v.get('n', '–')}", *(_fmt(v.get(k)) for k in dims),
+    rows = [[d, f"{v.get('valid', '–')}/{v.get('n', '–')}", *(_fmt(v.get(k)) for k in dims),
              *(str(v.get(k, 0)) for k in counts)] for d, v in domains.items()]
-    return _table(["domain", "valid/n", *SCORE_DIMENSIONS, "total", "truncated", "no output", "pred. errors",
-                   "judge failures"], rows)
+    return html_table(["domain", "valid/n", *SCORE_DIMENSIONS, "total", "truncated", "no output",
+                       "pred. errors", "judge failures"], rows)
 
 
-def _filters(domains: list[str], n: int) -> str:
-    options = "".join(f'<option value="{e(d)}">{e(d)}</option>' for d in domains)
-    return (f'<h2>Samples (<span id="shown">{n}</span> shown)</h2><div class="filters">'
-            '<input id="q" placeholder="filter text…" oninput="applyFilter()">'
-            '<select id="dom" onchange="applyFilter()"><option value="">all domains</option>'
-            f"{options}</select>"
-            '<label><input type="checkbox" id="onlyfail" onchange="applyFilter()"> only failures/truncations'
-            "</label></div>")
+def _filters(domains: list[str], n: int, by_judge: bool) -> str:
+    what = "judge total" if by_judge else "rule overall"
+    note = (f"Ordered by {what} (0–100), lowest first; samples without one (a failed judgment, no rule "
+            "score) come first and always pass the score filter.")
+    return (f'<h2 id="samples">Samples, worst first (<span id="shown">{n}</span> shown)</h2>'
+            f'<p class="note">{note}</p>' + filter_bar(domains, below=what))
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
@@ -296,7 +269,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
         tier = rule_tier(samples, rules.values(), judged.values())
         scores["rule_tier"] = tier.model_dump(mode="json") if tier else None
     domains: dict[str, dict[str, Any]] = scores.get("domains", {})
-    views = [sample_view(i, domain_of[i], preds[i], judged.get(i), rules.get(i), truth.get(i)) for i in ids]
+    by_judge = bool(judged)
+    ranked = sorted(((sample_score(judged.get(i), rules.get(i), by_judge), n, i) for n, i in enumerate(ids)),
+                    key=lambda t: (t[0] is not None, t[0] or 0.0, t[1]))
+    views = [sample_view(i, domain_of[i], preds[i], judged.get(i), rules.get(i), truth.get(i), score)
+             for score, _, i in ranked]
     if (scores.get("judge") or {}).get("model") or judged:
         rubric = [_overall(scores.get("overall", {}), len(ids)),
                   f'<h2>Rubric per domain</h2><div class="card">{bar_chart(domains)}</div>',
@@ -306,12 +283,12 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
                   'not scored (add one with <code>agentworld eval judge --run DIR --judge-base-url URL '
                   '--judge-model NAME</code>). The rule tier below needs no judge.</div>',
                   _domain_table(domains)]
-    parts = [_header(run_dir, cfg, note), *rubric,
+    notes = [Html(f'<p class="note">{e(note)}</p>')] if note else []
+    parts = [*notes, *rubric,
              "<h2>Rule tier (judge-free)</h2>", rule_table(rules, domain_of),
              "<h2>Rule tier against trivial baselines</h2>", tier_table(scores.get("rule_tier")),
-             _filters(_order(domain_of[i] for i in ids), len(ids)), *views]
-    title = e(str(cfg.get("model", run_dir.name)))
-    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld report — {title}'
-            f'</title><style>{CSS}</style><script>{JS}</script></head><body>{"".join(parts)}</body></html>')
-    atomic_write_text(out, page)
+             _filters(_order(domain_of[i] for i in ids), len(ids), by_judge), *views]
+    html = page("eval report", f"AgentWorldBench run: {cfg.get('model', run_dir.name)}", parts,
+                meta=_meta(run_dir, cfg), script=FILTER_JS)
+    atomic_write_text(out, html)
     return out

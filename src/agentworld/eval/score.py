@@ -29,6 +29,7 @@ from agentworld.eval.rules.baselines import BASELINES
 from agentworld.eval.rules.context import RuleTier, rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.models.parsing import SCORE_DIMENSIONS
+from agentworld.report_style import text_table
 from agentworld.schema import DOMAIN_NAMES, OFFICIAL_DEFAULT_DOMAIN, BenchSample
 
 SCORE_FIELDS: tuple[str, ...] = (*SCORE_DIMENSIONS, "total_score")
@@ -294,29 +295,17 @@ def _summary(report: ScoreReport) -> list[str]:
     return lines
 
 
-def plain_table(title: str, head: Sequence[str], rows: list[list[str]]) -> list[str]:
-    """A table as aligned text lines, as wide as its content (nothing is ever cut)."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(head, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
-                                                                                             strict=True))]
-        return "  ".join(parts).rstrip()
-
-    return [title, line(head), *(line(r) for r in rows)]
-
-
 def render_text(report: ScoreReport) -> str:
     """The score tables in plain text at full width: what is printed when stdout is not a terminal
     (CI logs, ``| tee``), where a terminal-width table would cut columns."""
     lines: list[str] = []
     if _judged(report):
-        lines += [*plain_table(RUBRIC_TITLE, RUBRIC_HEAD, _rubric_rows(report)), ""]
+        lines += [*text_table(RUBRIC_HEAD, _rubric_rows(report), title=RUBRIC_TITLE), ""]
     lines += _summary(report)
     if report.rules:
-        lines += ["", *plain_table(RULES_TITLE, ("Domain", "N", *RULE_COLUMNS), _rule_rows(report))]
+        lines += ["", *text_table(("Domain", "N", *RULE_COLUMNS), _rule_rows(report), title=RULES_TITLE)]
     if report.rule_tier:
-        lines += ["", *plain_table(TIER_TITLE, *_tier_table(report.rule_tier))]
+        lines += ["", *text_table(*_tier_table(report.rule_tier), title=TIER_TITLE)]
     return "\n".join(lines)
 
 

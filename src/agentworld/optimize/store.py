@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_text, dumps
 from agentworld.optimize.evaluate import Evaluation
+from agentworld.report_style import text_table
 
 _VERSION = re.compile(r"^v(\d+)\.txt$")
 
@@ -116,7 +117,7 @@ def write_summary(out: Path, summaries: list[DomainSummary]) -> None:
 
 def render_table(summaries: list[DomainSummary]) -> str:
     """The terminal summary: one line per variant, the winner and the best-on-train marked."""
-    rows = [("domain", "variant", "round", "parent", "train", "val", "")]
+    rows: list[tuple[str, ...]] = []
     for s in summaries:
         for v in s.variants:
             errors = v.train_errors + v.val_errors
@@ -125,8 +126,7 @@ def render_table(summaries: list[DomainSummary]) -> str:
                                              (f"{errors} failed predictions scored 0", errors > 0)) if on)
             rows.append((s.domain, f"v{v.version}", str(v.round), "" if v.parent is None else f"v{v.parent}",
                          _num(v.train), _num(v.val), note))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines = text_table(("domain", "variant", "round", "parent", "train", "val", ""), rows, left=7)
     for s in summaries:
         if s.rows_with_own_prompt:
             total = s.train_samples + s.val_samples

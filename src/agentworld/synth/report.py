@@ -8,13 +8,14 @@ person read each rejection's reason without tooling. Every text in the page come
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.io import atomic_write_text, dumps
+from agentworld.report_style import Html, html_table, page
+from agentworld.report_style import escape as _e
 
 STAGES: tuple[str, ...] = ("load", "schema", "references", "goal", "reference_plan", "probe", "duplicates")
 """The check stages, in the order a world goes through them."""
@@ -130,35 +131,24 @@ def write_report(report: CheckReport, out_dir: str | Path) -> tuple[Path, Path]:
     return json_path, html_path
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def render_html(report: CheckReport) -> str:
     """A self-contained page: the funnel table, then one row per world with its reasons."""
-    rows = []
-    for s in report.stages():
-        reasons = ", ".join(f"{_e(k)}: {v}" for k, v in s.reasons.items())
-        rows.append(f"<tr><td>{_e(s.stage)}</td><td>{s.checked}</td><td>{s.kept}</td>"
-                    f"<td>{s.rejected}</td><td>{reasons}</td></tr>")
+    stages = [[s.stage, s.checked, s.kept, s.rejected, ", ".join(f"{k}: {v}" for k, v in s.reasons.items())]
+              for s in report.stages()]
     worlds = []
     for w in report.worlds:
         why = "".join(f"<li><b>{_e(r.reason)}</b>{' (task ' + _e(r.task) + ')' if r.task else ''}: "
                       f"{_e(r.detail)}</li>" for r in w.rejections)
-        status = "kept" if w.kept else f"rejected at {_e(w.stage)}"
-        worlds.append(f"<tr class=\"{'kept' if w.kept else 'rejected'}\"><td>{_e(w.name)}</td>"
-                      f"<td><code>{_e(w.path)}</code></td><td>{status}</td>"
-                      f"<td>{w.probe_contradictions}/{w.probe_steps}</td><td><ul>{why}</ul></td></tr>")
-    skipped = f"<p>Stages not run: {_e(', '.join(report.skipped))}</p>" if report.skipped else ""
-    return "\n".join([
-        "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<title>agentworld synth check report</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
-        "tr.rejected td:nth-child(3){color:#a00}tr.kept td:nth-child(3){color:#070}</style></head><body>",
-        f"<h1>World checks: {len(report.kept)} kept of {len(report.worlds)}</h1>", skipped,
-        "<h2>Per stage</h2><table><tr><th>stage</th><th>checked</th><th>kept</th><th>rejected</th>"
-        "<th>reasons</th></tr>", *rows, "</table>",
-        "<h2>Worlds</h2><table><tr><th>name</th><th>folder</th><th>outcome</th>"
-        "<th>probe contradictions</th><th>reasons</th></tr>", *worlds, "</table>",
-        f"<h2>Thresholds</h2><pre>{_e(report.thresholds)}</pre>", "</body></html>", ""])
+        outcome = "kept" if w.kept else f"rejected at {w.stage}"
+        worlds.append([w.name, Html(f"<code>{_e(w.path)}</code>"), outcome,
+                       f"{w.probe_contradictions}/{w.probe_steps}", Html(f"<ul>{why}</ul>" if why else "")])
+    skipped = f'<p class="note">Stages not run: {_e(", ".join(report.skipped))}</p>' if report.skipped else ""
+    body = [skipped, "<h2>Per stage</h2>",
+            html_table(["stage", "checked", "kept", "rejected", "reasons"], stages, left=[4]),
+            "<h2>Worlds</h2>",
+            html_table(["name", "folder", "outcome", "probe contradictions", "reasons"], worlds,
+                       left=[1, 2, 4], row_classes=["good" if w.kept else "bad" for w in report.worlds],
+                       cell_classes={2: "outcome"}),
+            f"<h2>Thresholds</h2><pre>{_e(report.thresholds)}</pre>"]
+    return page("synth check", f"World checks: {len(report.kept)} kept of {len(report.worlds)}", body,
+                stamp=False)

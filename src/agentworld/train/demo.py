@@ -22,7 +22,6 @@ gives paired intervals); ``predictions.jsonl`` holds every prediction before and
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -35,6 +34,7 @@ from rich.table import Table
 from agentworld.domains import DEFAULT_DOMAIN
 from agentworld.errors import AgentWorldError
 from agentworld.io import atomic_write_jsonl, atomic_write_text, read_journal
+from agentworld.report_style import escape, html_table, page
 
 DOMAIN = DEFAULT_DOMAIN
 TAG = "predicted_observation"
@@ -207,14 +207,10 @@ def _show(demo: TrainDemoResult, console: Console) -> None:
 
 
 def _report(demo: TrainDemoResult) -> str:
-    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
-                   for k, v in asdict(demo).items())
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>agentworld demo train</title>"
-            "<style>body{font-family:sans-serif;margin:2em}td{border:1px solid #ccc;padding:4px 10px}</style>"
-            "</head><body><h1>SmolLM2-135M-Instruct trained on real terminal recordings</h1>"
-            "<p>Held-out trajectories, before vs after SFT: loss of the target (the tagged observation) and "
+    note = ("Held-out trajectories, before vs after SFT: loss of the target (the tagged observation) and "
             "the judge-free rule tier of greedy predictions (llama.cpp, the brief terminal prompt and the "
-            "last "
-            "turn, the same before and after), beside the trivial predictors (baselines) and as skill over "
-            "them. Every prediction is in predictions.jsonl; the eval runs are in runs/.</p>"
-            f"<table>{rows}</table></body></html>")
+            "last turn, the same before and after), beside the trivial predictors (baselines) and as skill "
+            "over them. Every prediction is in predictions.jsonl; the eval runs are in runs/.")
+    rows = [[k, str(v)] for k, v in asdict(demo).items()]
+    return page("demo train", "SmolLM2-135M-Instruct trained on real terminal recordings",
+                [f"<p>{escape(note)}</p>", html_table(["field", "value"], rows, left=[1])], stamp=False)

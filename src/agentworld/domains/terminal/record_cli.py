@@ -38,7 +38,7 @@ class RecordTerminalOptions(BaseModel):
 def record_terminal(options: RecordTerminalOptions) -> None:
     import typer
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import TextColumn
 
     from agentworld.domains.terminal.record import (
         Scenario,
@@ -47,6 +47,7 @@ def record_terminal(options: RecordTerminalOptions) -> None:
         record_to_jsonl,
     )
     from agentworld.envs.sandbox import SandboxConfig
+    from agentworld.report_style import progress
     from agentworld.schema import Trajectory
 
     console = Console(stderr=True)
@@ -55,8 +56,7 @@ def record_terminal(options: RecordTerminalOptions) -> None:
     if out.exists() and out.stat().st_size and not (options.resume or options.overwrite):
         raise AgentWorldError(f"{out} exists; pass --resume to continue it or --overwrite")
     failures: list[str] = []
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[current]}"), console=console) as bar:
+    with progress(console, TextColumn("{task.fields[current]}")) as bar:
         task = bar.add_task("recording", total=len(items), current="")
 
         def on_start(scenario: Scenario) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agentworld.eval.agentpred.episode import BASELINE_NAMES
+from agentworld.report_style import text_table
 
 
 class PredictionLine(BaseModel):
@@ -86,15 +87,16 @@ def summarise(rows: Iterable[Mapping[str, Any]], tasks_total: int) -> Prediction
 
 def render_text(summary: PredictionSummary) -> str:
     """A plain-text table (one row per domain, then all), readable in a pipe and in CI logs."""
-    head = (f"{'domain':<12} {'steps':>5} {'tasks':>5} {'agent rule':>10} {'exact %':>8} "
-            f"{'empty rule':>10} {'empty ex%':>9} {'repeat rule':>11} {'repeat ex%':>10} {'unparsed':>8}")
-    lines = [head, "-" * len(head)]
+    head = ["domain", "steps", "tasks", "agent rule", "exact %", "empty rule", "empty ex%", "repeat rule",
+            "repeat ex%", "unparsed"]
+    rows: list[list[object]] = []
     entries = list(summary.domains.items()) + ([("all", summary.overall)] if summary.overall else [])
     for name, line in entries:
         empty, repeat = line.baselines["empty"], line.baselines["repeat_previous"]
-        lines.append(f"{name:<12} {line.steps:>5} {line.tasks:>5} {line.rule_overall:>10.2f} "
-                     f"{line.exact_rate:>8.2f} {empty['rule_overall']:>10.2f} {empty['exact_rate']:>9.2f} "
-                     f"{repeat['rule_overall']:>11.2f} {repeat['exact_rate']:>10.2f} {line.unparsed:>8}")
+        rows.append([name, line.steps, line.tasks, f"{line.rule_overall:.2f}", f"{line.exact_rate:.2f}",
+                     f"{empty['rule_overall']:.2f}", f"{empty['exact_rate']:.2f}",
+                     f"{repeat['rule_overall']:.2f}", f"{repeat['exact_rate']:.2f}", line.unparsed])
+    lines = text_table(head, rows)
     ended = ", ".join(f"{k} {v}" for k, v in sorted(summary.ended.items())) or "none"
     lines.append(f"tasks closed: {summary.tasks_closed}/{summary.tasks_total} (ended: {ended})")
     return "\n".join(lines)

@@ -1,26 +1,20 @@
 """The HTML page of ``eval closed-loop``: the summary per domain and arm, and every task's two episodes.
 
-Styled like ``eval report`` (its CSS and side-by-side diff), self-contained, every piece of data
+In the shared report style with ``eval report``'s side-by-side diff, self-contained, every piece of data
 HTML-escaped. Per task and arm: where the actions diverged, whether the outcomes agree, and each
 simulated observation beside the real environment's answer to the same action.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 from agentworld.eval.closedloop.score import COLUMNS, table_rows
-from agentworld.eval.report import CSS, diff_table
+from agentworld.eval.report import diff_table
 from agentworld.io import atomic_write_text
-
-e = html.escape
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    cells = "".join(f"<tr>{''.join(f'<td>{e(c)}</td>' for c in row)}</tr>" for row in rows)
-    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
+from agentworld.report_style import escape as e
+from agentworld.report_style import html_table, page
 
 
 def _task(row: dict[str, Any]) -> str:
@@ -48,20 +42,18 @@ def _task(row: dict[str, Any]) -> str:
 
 def render_html(report: dict[str, Any]) -> str:
     """The page for a closed-loop ``report.json``."""
-    meta = (f'<b>agent</b> {e(str(report["agent"]))} · <b>world model</b> {e(str(report["model"]))} · '
-            f'<b>judge</b> {e(str(report["judge"] or "-"))} · <b>seed</b> {report["seed"]} · <b>tasks</b> '
-            f'{report["tasks_finished"]} of {report["tasks_planned"]}')
+    tasks = f'{report["tasks_finished"]} of {report["tasks_planned"]}'
+    meta = [("agent", report["agent"]), ("world model", report["model"]),
+            ("judge", report["judge"] or "none"), ("seed", report["seed"]), ("tasks", tasks)]
     note = ("Agree%: tasks whose check gives the same outcome in the real environment and in the simulator. "
             "Diverged: tasks whose agent actions differ (1stDiv: mean first turn). Rule/Rubric: mean "
             "fidelity of each simulated observation against the real environment's answer to the same "
             "action. "
             "Routed%: simulated steps the router ran for real.")
-    return ("<!doctype html><html><head><meta charset='utf-8'><title>closed-loop sim-to-real gap</title>"
-            f"<style>{CSS}</style></head><body><h1>Closed-loop sim-to-real gap</h1>"
-            f'<div class="meta">{meta}</div><h2>Per domain and arm</h2>'
-            f'{_table([name for name, _ in COLUMNS], table_rows(report["summary"]))}'
-            f'<p class="note">{e(note)}</p><h2>Tasks</h2>'
-            + "".join(_task(row) for row in report["tasks"]) + "</body></html>")
+    body = ["<h2>Per domain and arm</h2>",
+            html_table([name for name, _ in COLUMNS], table_rows(report["summary"]), left=[1]),
+            f'<p class="note">{e(note)}</p><h2>Tasks</h2>', *(_task(row) for row in report["tasks"])]
+    return page("eval closed-loop", "Closed-loop sim-to-real gap", body, meta=meta)
 
 
 def write_html(report: dict[str, Any], out: Path) -> Path:

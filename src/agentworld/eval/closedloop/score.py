@@ -19,6 +19,7 @@ from agentworld.domains.hooks import domain_actions
 from agentworld.eval.closedloop.episode import Trajectory
 from agentworld.eval.closedloop.tasks import ClosedLoopTask
 from agentworld.eval.rules.scores import score_rules
+from agentworld.report_style import text_table
 from agentworld.schema import BenchSample
 
 
@@ -144,9 +145,4 @@ def table_rows(summary: dict[str, dict[str, dict[str, Any]]]) -> list[list[str]]
 
 def render_text(summary: dict[str, dict[str, dict[str, Any]]]) -> str:
     """A fixed-width table of the summary."""
-    head = [name for name, _ in COLUMNS]
-    rows = table_rows(summary)
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in [head, *rows]]
-    return "\n".join(lines)
+    return "\n".join(text_table([name for name, _ in COLUMNS], table_rows(summary), left=2))

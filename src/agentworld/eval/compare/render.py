@@ -1,22 +1,21 @@
 """The comparison on a terminal (rich tables; full-width plain text in a pipe) and as one HTML page.
 
-The page reuses the run report's style (:mod:`agentworld.eval.report`), has no external assets, is
-written atomically, and escapes every piece of data: run labels and sample ids come from folders
+The page is drawn in the shared report style (:mod:`agentworld.report_style`), has no external assets,
+is written atomically, and escapes every piece of data: run labels and sample ids come from folders
 and files someone else may have written.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from agentworld.eval.compare.command import Comparison, MetricRow, SampleDiff
 from agentworld.eval.compare.config import ALL_DOMAINS
-from agentworld.eval.report import CSS, e
-from agentworld.eval.score import plain_table
 from agentworld.io import atomic_write_text
+from agentworld.report_style import escape as e
+from agentworld.report_style import html_table, page, text_table
 
 HEAD = ("Domain", "Metric", "N", "Dropped", "Baseline", "Run", "Diff", "CI", "Verdict")
 MIN_SHOWN_DIFF = 1e-9
@@ -63,7 +62,7 @@ def render_text(result: Comparison) -> str:
     lines: list[str] = []
     for run in _compared(result):
         rows = [_cells(r) for r in result.rows if r.run == run]
-        lines += [*plain_table(_title(result, run), HEAD, rows), *_drop_lines(result, run), ""]
+        lines += [*text_table(HEAD, rows, title=_title(result, run)), *_drop_lines(result, run), ""]
     return "\n".join(lines).rstrip()
 
 
@@ -123,11 +122,6 @@ def forest_plot(rows: Sequence[MetricRow]) -> str:
     return "".join(out) + "</svg>"
 
 
-def _table(head: Sequence[str], rows: list[list[str]]) -> str:
-    cells = "".join(f"<tr>{''.join(f'<td>{e(c)}</td>' for c in row)}</tr>" for row in rows)
-    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
-
-
 def _runs_table(result: Comparison) -> str:
     head = ["run", "model", "model URL", "temperature", "judge", "data", "samples", "folder"]
     rows = [[str(r.get(k) if r.get(k) is not None else "-") for k in
@@ -137,7 +131,7 @@ def _runs_table(result: Comparison) -> str:
     for row in rows:
         if row[0] == result.baseline:
             row[0] += " (baseline)"
-    return _table(head, rows)
+    return html_table(head, rows, left=range(8))
 
 
 def _sample_table(diffs: list[SampleDiff]) -> str:
@@ -145,7 +139,7 @@ def _sample_table(diffs: list[SampleDiff]) -> str:
     ordered = sorted(diffs, key=lambda d: (d.diff, d.id))
     rows = [[d.id, d.domain, _fmt(d.baseline_value), _fmt(d.run_value), _fmt(d.diff, sign=True)]
             for d in ordered]
-    return _table(["sample", "domain", "baseline", "run", "diff"], rows)
+    return html_table(["sample", "domain", "baseline", "run", "diff"], rows, left=[1])
 
 
 def _section(result: Comparison, run: str) -> str:
@@ -156,7 +150,7 @@ def _section(result: Comparison, run: str) -> str:
             f"{result.seed}. “all” is the mean of the domains (the published Overall), resampled within "
             "each domain.")
     parts = [f"<h2>{e(run)} vs {e(result.baseline)}</h2>", '<div class="card">', forest_plot(widest),
-             f'</div><p class="note">{e(note)}</p>', _table(HEAD, [_cells(r) for r in rows])]
+             f'</div><p class="note">{e(note)}</p>', html_table(HEAD, [_cells(r) for r in rows], left=[1, 8])]
     drops = _drop_lines(result, run)
     if drops:
         items = "".join(f"<li>{e(line)}</li>" for line in drops)
@@ -171,13 +165,10 @@ def _section(result: Comparison, run: str) -> str:
 
 def write_html(result: Comparison, out: Path) -> Path:
     """Write the comparison page to ``out`` atomically (an existing file is replaced whole or not at all)."""
-    made = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
     warnings = "".join(f'<p class="note">warning: {e(w)}</p>' for w in result.warnings)
-    body = [f'<h1>World-model comparison</h1><div class="meta">baseline <b>{e(result.baseline)}</b> · '
-            f"written {made}</div>", _runs_table(result), warnings,
-            *(_section(result, run) for run in _compared(result))]
-    title = e(" vs ".join(str(r.get("label")) for r in result.runs))
-    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld compare — {title}'
-            f'</title><style>{CSS}</style></head><body>{"".join(body)}</body></html>')
-    atomic_write_text(out, page)
+    body = [_runs_table(result), warnings, *(_section(result, run) for run in _compared(result))]
+    title = " vs ".join(str(r.get("label")) for r in result.runs)
+    html = page("eval compare", f"World-model comparison: {title}", body,
+                meta=[("baseline", result.baseline)])
+    atomic_write_text(out, html)
     return out

@@ -1,10 +1,8 @@
 """What ``eval probes`` reports: accuracy per category and domain (and per gap of the long-context
-probes), as JSON, a terminal table and one self-contained HTML page in ``eval report``'s style."""
+probes), as JSON, a terminal table and one self-contained HTML page in the shared report style."""
 
 from __future__ import annotations
 
-import html
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -13,8 +11,8 @@ from typing import Any
 from agentworld.domains.probes import CATEGORIES, Probe
 from agentworld.eval.probes.config import ProbeResult
 from agentworld.io import atomic_write_text
-
-e = html.escape
+from agentworld.report_style import FILTER_JS, filter_bar, html_table, page, text_table
+from agentworld.report_style import escape as e
 
 
 def _score(results: list[ProbeResult]) -> dict[str, Any]:
@@ -72,10 +70,7 @@ def _footer(report: dict[str, Any]) -> list[str]:
 def render_text(report: dict[str, Any]) -> str:
     """The table as plain text (pipes, logs), plus the long-context accuracy per gap."""
     head, rows = table_rows(report)
-    widths = [max(len(str(row[i])) for row in [head, *rows]) for i in range(len(head))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True))
-             for row in [head, *rows]]
-    return "\n".join(lines + _footer(report))
+    return "\n".join(text_table(head, rows) + _footer(report))
 
 
 def render_rich(report: dict[str, Any]) -> None:
@@ -95,11 +90,6 @@ def render_rich(report: dict[str, Any]) -> None:
         console.print(line)
 
 
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    cells = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="t"><tr>{"".join(f"<th>{e(h)}</th>" for h in head)}</tr>{cells}</table>'
-
-
 def _view(probe: Probe, result: ProbeResult, prediction: str) -> str:
     from agentworld.eval.report import diff_table
 
@@ -117,7 +107,6 @@ def write_html(out: Path, probes: list[Probe], results: list[ProbeResult], repor
     """``OUT/report.html``: the table, long-context accuracy per gap, and every probe with its checks
     and its prediction against the expected observation."""
     from agentworld.eval.probes.command import predictions
-    from agentworld.eval.report import CSS, JS
 
     preds = predictions(out / "predictions.jsonl")
     by_id = {r.id: r for r in results}
@@ -125,19 +114,13 @@ def write_html(out: Path, probes: list[Probe], results: list[ProbeResult], repor
     gap_rows = [[f"{g} turns", _pct(v)] for g, v in report["long_context_by_gap"].items()]
     settings = report["settings"]
     views = [_view(p, by_id[p.id], preds[p.id].prediction if p.id in preds else "") for p in probes]
-    made = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-    parts = [f'<h1>World-model probes</h1><div class="meta"><b>model</b> {e(str(settings.get("model")))} · '
-             f'<b>seed</b> {settings.get("seed")} · <b>variants</b> {settings.get("variants")} · '
-             '<b>written</b> '
-             f"{made}</div>", "<h2>Accuracy by domain and category</h2>", _table(head, rows),
-             "<h2>Long-context consistency by gap</h2>", _table(["gap", "accuracy"], gap_rows),
-             f'<h2>Probes ({len(views)})</h2><div class="filters"><input id="q" placeholder="filter text…" '
-             'oninput="applyFilter()"><select id="dom" onchange="applyFilter()"><option value="">all domains'
-             "</option>" + "".join(f'<option value="{e(d)}">{e(d)}</option>' for d in report["domains"])
-             + '</select><label><input type="checkbox" id="onlyfail" onchange="applyFilter()"> only failures'
-             '</label> <span id="shown"></span></div>', *views]
-    page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentworld probes</title>'
-            f'<style>{CSS}</style><script>{JS}</script></head><body>{"".join(parts)}</body></html>')
+    parts = ["<h2>Accuracy by domain and category</h2>", html_table(head, rows),
+             "<h2>Long-context consistency by gap</h2>", html_table(["gap", "accuracy"], gap_rows),
+             f'<h2>Probes (<span id="shown">{len(views)}</span> shown)</h2>',
+             filter_bar(report["domains"], only_failures=True), *views]
+    html = page("eval probes", "World-model probes", parts, script=FILTER_JS,
+                meta=[("model", settings.get("model")), ("seed", settings.get("seed")),
+                      ("variants", settings.get("variants"))])
     path = out / "report.html"
-    atomic_write_text(path, page)
+    atomic_write_text(path, html)
     return path
