@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from statistics import fmean
 
+from agentworld.domains import domain_names
 from agentworld.domains.base import plugin
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.domains.rules import Session, clean, rules_for
@@ -51,7 +52,7 @@ def constant_table(domain: str) -> dict[str, str]:
     rules, _ = rules_for(domain)
     counts: dict[str, Counter[tuple[str, ...]]] = {}
     first: dict[tuple[str, tuple[str, ...]], str] = {}
-    for row in load_samples([path]):
+    for row in load_samples([path], known_domains=domain_names()):
         truth = clean(row.ground_truth)
         units = rules.units(truth)
         flags = rules.frame(units, Session.of(domain, row))
