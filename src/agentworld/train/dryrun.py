@@ -84,8 +84,8 @@ def dry_run(config: TrainCommon | RLConfig) -> DryRun:
         if config.data is None:
             raise DataError("an RL config needs 'data' (AgentWorldBench JSONL of one-turn samples)",
                             field="data")
-        from agentworld.models.base import backend_names
         from agentworld.domains import domain_names
+        from agentworld.models.base import backend_names
         from agentworld.schema import read_bench_jsonl
 
         if config.reward != "rule" and config.judge not in backend_names():
