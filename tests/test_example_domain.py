@@ -263,3 +263,39 @@ def test_the_docs_page_shows_this_example_as_it_is() -> None:
     assert sorted(shown) == sorted(files), "the page shows every file of the example, and only those"
     for name, text in shown.items():
         assert text == files[name].read_text("utf-8"), f"docs/adding-a-domain.md shows an old {name}"
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``agentworld.a.b.Name`` names a module, or an attribute of the longest importable prefix."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(value, name):
+                return False
+            value = getattr(value, name)
+        return True
+    return False
+
+
+def test_the_docs_page_names_every_plugin_field_and_cites_only_what_exists() -> None:
+    """The steps the page gives are the steps: its field table is ``DomainPlugin``'s fields, and every
+    module, name and file it cites exists (a move that leaves the page behind fails here)."""
+    import dataclasses
+
+    page = (ROOT / "docs/adding-a-domain.md").read_text("utf-8")
+    table = page.split("## What a plugin says\n\n")[1].split("\n\n")[0].splitlines()[2:]
+    documented = [name for row in table for name in re.findall(r"`(\w+)`", row.split("|")[1])]
+    assert sorted(documented) == sorted(f.name for f in dataclasses.fields(DomainPlugin))
+    cited = sorted(set(re.findall(r"`(agentworld(?:\.\w+)+)", page)))
+    assert len(cited) > 15 and [c for c in cited if not resolves(c)] == []
+    files = sorted(set(re.findall(r"`((?:src/agentworld/|tests/|domains/)[\w/.]+)`", page)))
+    missing = [f for f in files if not (ROOT / f).exists() and not (ROOT / "src/agentworld" / f).exists()]
+    assert len(files) > 10 and missing == []
+    assert "schema.py" not in page and "Nothing else is edited" in page
+    assert not resolves("agentworld.schema.DOMAIN_NAMES") and resolves("agentworld.domains.BENCHMARK_DOMAINS")
