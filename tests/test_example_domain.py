@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from agentworld.cli import app
 from agentworld.domains import DOMAINS, domain_names, load_domains
-from agentworld.domains.base import DomainPlugin, plugins, register_domain, unregister_domain
+from agentworld.domains.base import DomainPlugin, plugin_of, plugins, register_domain, unregister_domain
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.errors import DataError
 from agentworld.eval.rules import frame_only_prediction, score_rules
@@ -93,6 +93,31 @@ def test_its_rules_score_predictions(notes: DomainPlugin) -> None:
     assert frame_only_prediction("notes", sample.ground_truth, sample) == ""
     unregister_domain("notes")
     assert score_rules("notes", "colour = blue", sample.ground_truth, sample).details["rules"] == "generic"
+
+
+def test_every_accessor_takes_the_plugin_itself_registered_or_not() -> None:
+    """``plugin_of`` is the one lookup: a plugin object is used as is (no registration, no name lookup),
+    a registered name gives its plugin, an unknown name a bare plugin with every default."""
+    from agentworld.domains.error_patterns import COMMON_ERRORS
+    from agentworld.domains.failures import error_patterns
+    from agentworld.domains.hooks import TEXT_ACTIONS, domain_actions
+    from agentworld.domains.rules import GENERIC, rules_for
+    from example_domain import PLUGIN
+    from example_domain.keys import KEYS
+    from example_domain.rules import RULES
+
+    assert "notes" not in domain_names() and plugin_of(PLUGIN) is PLUGIN
+    assert rules_for(PLUGIN) == (RULES, True) and retrieval_keys(PLUGIN) is KEYS
+    assert rules_for("notes") == (GENERIC, False) and retrieval_keys("notes") is not KEYS
+    bare = plugin_of("notes")
+    assert (bare.name, bare.display, bare.rules, bare.environment) == ("notes", "notes", None, None)
+    assert domain_actions(bare) is TEXT_ACTIONS and error_patterns(bare) == COMMON_ERRORS
+    registered = register_domain(PLUGIN)
+    try:
+        assert plugin_of("notes") is registered and rules_for("notes") == (RULES, True)
+        assert plugin_of("terminal") is plugins()["terminal"]
+    finally:
+        unregister_domain("notes")
 
 
 def test_its_retrieval_keys_group_neighbours_by_verb(notes: DomainPlugin) -> None:

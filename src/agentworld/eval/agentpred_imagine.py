@@ -96,15 +96,15 @@ class ImaginingAgent:
 
 def world_prompts(domains: Iterable[str]) -> dict[str, WorldPrompt]:
     """The world-model prompt of each domain, keyed by the display name the agent's prompt shows."""
-    from agentworld.domains.base import plugin
+    from agentworld.domains.base import plugin_of
     from agentworld.domains.hooks import domain_actions
     from agentworld.domains.registry import DOMAINS
 
     out: dict[str, WorldPrompt] = {}
     for domain in domains:
-        found = plugin(domain)
-        out[found.display if found else domain] = WorldPrompt(DOMAINS[domain].system_prompt,
-                                                              domain_actions(domain).initial_in_action)
+        found = plugin_of(domain)
+        out[found.display] = WorldPrompt(DOMAINS[domain].system_prompt,
+                                         domain_actions(found).initial_in_action)
     return out
 
 
