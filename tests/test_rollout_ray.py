@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from agentworld.endpoints import Endpoint
 from agentworld.errors import AgentWorldError
 from agentworld.sim.types import WorldSpec
 from agentworld.train.rollout import Curriculum, Episode, run_rollouts
 from agentworld.train.rollout_jobs import EpisodeJob, curriculum_jobs, fingerprint, journal_path
-from agentworld.train.rollout_ray import EndpointSpec, RayRolloutError, check_address, run_jobs_ray
+from agentworld.train.rollout_ray import RayRolloutError, check_address, run_jobs_ray
 from serving import chat_server
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -79,8 +80,8 @@ def ray_address() -> Iterator[str]:
         ray.shutdown()
 
 
-def _endpoints(url: str) -> tuple[EndpointSpec, EndpointSpec]:
-    return EndpointSpec("agent", f"{url}/agent/v1", None), EndpointSpec("world", f"{url}/world/v1", None)
+def _endpoints(url: str) -> tuple[Endpoint, Endpoint]:
+    return Endpoint("agent", f"{url}/agent/v1", None), Endpoint("world", f"{url}/world/v1", None)
 
 
 def _dumps(episodes: list[Episode]) -> list[dict[str, Any]]:

@@ -118,13 +118,11 @@ def imagination(config: AgentPredConfig, tasks: list[PredictionTask]) -> ChatBac
     Raises:
         AgentWorldError: an unknown backend, or a domain the world model cannot answer.
     """
-    from agentworld.endpoints import build_backend
 
     domains = sorted({t.domain for t in tasks})
     assert config.model is not None
     if config.model_base_url or config.model != "retrieval":
-        backend: ChatBackend = build_backend(
-            config.model, config.model_base_url, config.model_api_key, corpus=config.model_corpus or None,
+        backend: ChatBackend = config.model_endpoint().backend(
             domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
             timeout_s=config.timeout_s)
         return backend

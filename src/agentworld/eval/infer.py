@@ -8,13 +8,10 @@ content is kept so a later judging or re-parsing never needs the model again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-
-from pydantic import SecretStr
 
 from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.domains.registry import DomainRegistry, domain_names
-from agentworld.endpoints import build_backend
+from agentworld.endpoints import Endpoint
 from agentworld.errors import AgentWorldError, BackendError, DataError
 from agentworld.eval.config import InferFields, RuntimeFields
 from agentworld.eval.records import PredictionRow
@@ -73,19 +70,19 @@ def select_samples(config: InferFields) -> list[BenchSample]:
     return samples[: config.limit] if config.limit else samples
 
 
-def make_backend(name: str, base_url: str | None, api_key: SecretStr | None, config: RuntimeFields,
-                 corpus: list[Path] | None = None,
+def make_backend(endpoint: Endpoint, config: RuntimeFields,
                  exclude: Callable[[BenchSample], bool] | None = None) -> ChatBackend:
-    """The backend of one endpoint (:func:`agentworld.endpoints.build_backend`) with the run's HTTP settings.
+    """The backend of one endpoint (:meth:`agentworld.endpoints.Endpoint.backend`) with the run's HTTP
+    settings.
 
     Raises:
         AgentWorldError: an unknown backend name or unusable settings; the text holds no credential.
     """
     try:
-        backend: ChatBackend = build_backend(
-            name, base_url, api_key, corpus=corpus or None, exclude=exclude, concurrency=config.concurrency,
-            max_retries=config.max_retries, timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
+        backend: ChatBackend = endpoint.backend(
+            exclude=exclude, concurrency=config.concurrency, max_retries=config.max_retries,
+            timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
     except (TypeError, ValueError) as exc:
-        secret = api_key.get_secret_value() if api_key is not None else None
-        raise AgentWorldError(redact_text(f"cannot create backend {name!r}: {exc}", [secret])) from None
+        raise AgentWorldError(redact_text(f"cannot create backend {endpoint.model!r}: {exc}",
+                                          [endpoint.secret()])) from None
     return backend
