@@ -92,7 +92,7 @@ def _dumps(episodes: list[Episode]) -> list[dict[str, Any]]:
 def test_same_episodes_as_in_process(ray_address: str) -> None:
     with chat_server(Script()) as url:
         agent, world = _endpoints(url)
-        local = list(run_rollouts(agent.build(), world.build(), SPEC, CURRICULUM, 6, 5, task="weather",
+        local = list(run_rollouts(agent.backend(), world.backend(), SPEC, CURRICULUM, 6, 5, task="weather",
                                   seed=3, agent_model="agent"))
         jobs = curriculum_jobs(SPEC, CURRICULUM, 6, 5, task="weather", seed=3, agent_model="agent")
         remote = list(run_jobs_ray(jobs, agent, world, actors=2, sessions_per_actor=2))
