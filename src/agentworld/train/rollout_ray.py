@@ -27,10 +27,15 @@ from agentworld.redact import redact_text
 from agentworld.train.rollout import Episode
 from agentworld.train.rollout_jobs import EpisodeJob, EpisodeRun
 
-__all__ = ["RayRolloutError", "check_address", "connect", "run_jobs_ray"]
+__all__ = ["EndpointSpec", "RayRolloutError", "check_address", "connect", "run_jobs_ray"]
 
 MAX_ERROR_CHARS = 2000
 """How much of an actor's error (on one line: a CLI error is one line) the run's error quotes."""
+
+
+EndpointSpec = Endpoint
+"""What an actor builds its backends from: :class:`agentworld.endpoints.Endpoint` (the name README's example
+imports from here)."""
 
 
 class RayRolloutError(AgentWorldError):
