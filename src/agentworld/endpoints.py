@@ -78,7 +78,7 @@ class ModelEndpoint(BaseModel):
 
     def model_endpoint(self) -> Endpoint:
         """The world model's :class:`Endpoint`."""
-        return Endpoint(self.model, self.model_base_url, self.model_api_key, tuple(self.model_corpus))
+        return Endpoint(self.model or "", self.model_base_url, self.model_api_key, tuple(self.model_corpus))
 
     @field_validator("model_base_url", mode="before")
     @classmethod
