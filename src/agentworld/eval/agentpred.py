@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentworld.endpoints import AgentEndpoint, ModelEndpoint
+from agentworld.endpoints import AgentEndpoint, Endpoint, ModelEndpoint
 
 if TYPE_CHECKING:
     from agentworld.eval.agentpred_summary import PredictionSummary
@@ -100,6 +100,10 @@ class AgentPredConfig(AgentEndpoint, ModelEndpoint):
             return self.agent_model or ""
         return f"imagining:{self.model}{'+heldout' * self.keep_heldout}"
 
+    def agent_endpoint(self) -> Endpoint:
+        """The served agent's :class:`Endpoint` (named :attr:`agent_name`)."""
+        return Endpoint(self.agent_name, self.agent_base_url, self.agent_api_key)
+
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` is a run folder an earlier version of this command wrote (see
         :mod:`agentworld.outputs`; later ones carry its lock file)."""
@@ -153,7 +157,6 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     """
     import asyncio
 
-    from agentworld.endpoints import build_backend
     from agentworld.eval.agentpred_runner import run_tasks
     from agentworld.eval.agentpred_summary import summarise
     from agentworld.io import atomic_write_text, dumps, read_journal
@@ -166,9 +169,8 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
 
         backend = imagining_agent(config, tasks)
     else:
-        backend = build_backend(config.agent_name, config.agent_base_url, config.agent_api_key,
-                                concurrency=config.concurrency, max_retries=config.max_retries,
-                                timeout_s=config.timeout_s)
+        backend = config.agent_endpoint().backend(concurrency=config.concurrency,
+                                                  max_retries=config.max_retries, timeout_s=config.timeout_s)
     from agentworld.eval.runfolder import open_typed_run
 
     open_typed_run(config.out, _identity(config, tasks), kind="an agent-predictions")

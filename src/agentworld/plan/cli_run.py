@@ -59,7 +59,6 @@ def load_history(path: Path) -> list[tuple[Any, str]]:
 
 async def plan_from_config(config: PlanConfig) -> PlanResult:
     """Rebuild the episode, build the planner from ``config`` and plan (nothing runs for real)."""
-    from agentworld.endpoints import build_backend
     from agentworld.models.cache import ResponseCache
     from agentworld.models.scripted import ScriptedBackend
     from agentworld.plan.agents import Agent, ModelAgent
@@ -91,7 +90,7 @@ async def plan_from_config(config: PlanConfig) -> PlanResult:
         scorer = RuleScorer(rule)
     agent: Agent | None = None
     if config.agent_base_url and config.agent_model:
-        agent_backend = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key)
+        agent_backend = config.agent_endpoint().backend()
         agent = ModelAgent(agent_backend, spec)
     cache = ResponseCache(config.cache)
     tag = "predicted_observation"
