@@ -75,16 +75,17 @@ def main() -> None:
 
     import ray
 
+    from agentworld.endpoints import Endpoint
     from agentworld.sim.curriculum import Curriculum
     from agentworld.sim.types import WorldSpec
     from agentworld.train.rollout_jobs import curriculum_jobs, run_jobs_local
-    from agentworld.train.rollout_ray import EndpointSpec, run_jobs_ray
+    from agentworld.train.rollout_ray import run_jobs_ray
 
     spec = WorldSpec(domain="mcp", tools=TOOLS)
     jobs = curriculum_jobs(spec, Curriculum(), args.episodes, 5, task="weather", agent_model="agent")
     with endpoint(args.latency_ms / 1000) as url:
-        agent = EndpointSpec("agent", f"{url}/agent/v1", None)
-        world = EndpointSpec("world", f"{url}/world/v1", None)
+        agent = Endpoint("agent", f"{url}/agent/v1", None)
+        world = Endpoint("world", f"{url}/world/v1", None)
         start = time.perf_counter()
         local = [e.model_dump() for e in run_jobs_local(jobs, agent.build(), world.build())]
         local_s = time.perf_counter() - start

@@ -38,10 +38,10 @@ def branches() -> Counter[str]:
 KNOWN_NAMES = {"serve/serve_cli.py": 1, "train/verl_config.py": 1}
 """Domain names as string constants outside ``domains/`` (defaults, table keys, registrations), per file.
 
-Stricter than :data:`KNOWN`: any ``"terminal"`` in code counts, not only comparisons. ``schema.py``
-names the seven benchmark domains (``DOMAIN_NAMES``, and ``OFFICIAL_DEFAULT_DOMAIN``, the official
-scorer's default) and is exempt. A default names its domain once, in ``agentworld.domains``
-(``DEFAULT_DOMAIN``, ``TOOLS_DOMAIN``); what differs between domains is a field of their plugins
+Stricter than :data:`KNOWN`: any ``"terminal"`` in code counts, not only comparisons; ``schema.py`` is no
+exception (the data format names no domain). The benchmark's seven and a default name their domains once,
+in ``agentworld.domains`` (``BENCHMARK_DOMAINS``, ``OFFICIAL_DEFAULT_DOMAIN``, ``DEFAULT_DOMAIN``,
+``TOOLS_DOMAIN``); what differs between domains is a field of their plugins
 (``error_patterns``, ``gui``). What is left, and why:
 
 - ``serve/serve_cli.py``: ``agentworld serve mcp`` is named after the protocol it serves, not the domain
@@ -55,7 +55,7 @@ def name_constants() -> Counter[str]:
     found: Counter[str] = Counter()
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC).as_posix()
-        if rel.startswith("domains/") or rel == "schema.py":
+        if rel.startswith("domains/"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         found[rel] += sum(isinstance(n, ast.Constant) and n.value in names for n in ast.walk(tree))
@@ -213,19 +213,65 @@ def test_envs_import_nothing_from_sim() -> None:
 
 
 def test_the_built_in_domains_are_the_benchmark_domains_each_one_package() -> None:
-    """``schema.DOMAIN_NAMES`` (the data format's seven, below every layer) agrees with the registry."""
+    """``BENCHMARK_DOMAINS`` (AgentWorldBench's seven, a fact of ``domains/``) are the built-in packages."""
+    from agentworld.domains import BENCHMARK_DOMAINS
     from agentworld.domains.base import plugins
     from agentworld.domains.registry import domain_names
-    from agentworld.schema import DOMAIN_NAMES
 
     packages = sorted(p.parent.name for p in (SRC / "domains").glob("*/__init__.py"))
     built_in = {n: p for n, p in plugins().items() if p.package.startswith("agentworld.domains.")}
-    assert sorted(built_in) == sorted(DOMAIN_NAMES) == packages
+    assert sorted(built_in) == sorted(BENCHMARK_DOMAINS) == packages
     assert all(p.package == f"agentworld.domains.{n}" for n, p in built_in.items())
-    assert domain_names()[: len(DOMAIN_NAMES)] == DOMAIN_NAMES
-    for name in DOMAIN_NAMES:
+    assert domain_names()[: len(BENCHMARK_DOMAINS)] == BENCHMARK_DOMAINS
+    for name in BENCHMARK_DOMAINS:
         for prompt in ("system_prompt", "judge_system_prompt"):
             assert (SRC / "domains" / name / "prompts" / f"{prompt}.txt").is_file(), (name, prompt)
+
+
+def test_the_data_format_names_no_domain_and_imports_no_registry() -> None:
+    """``schema`` (layer 0) knows no domain: no list of names, no default; importing it loads no domain."""
+    import agentworld.schema as schema
+
+    assert not {"DOMAIN_NAMES", "OFFICIAL_DEFAULT_DOMAIN"} & set(vars(schema))
+    assert not [u for f, here, u in imports() if f == "schema.py" and u == "domains"]
+    code = "import sys, agentworld.schema; print(sorted(m for m in sys.modules if 'agentworld.domains' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(SRC.parent)}).stdout
+    assert out.strip() == "[]"
+
+
+SCHEMA_LOADERS = {"parse_row", "read_bench_jsonl", "load_samples"}
+
+
+def unchecked_calls(source: str) -> list[int]:
+    """Lines of ``source`` calling a schema loader without saying which domains it accepts."""
+    tree = ast.parse(source)
+    names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+             and n.module == "agentworld.schema" for a in n.names if a.name in SCHEMA_LOADERS}
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        loader = (isinstance(func, ast.Name) and func.id in names) or (
+            isinstance(func, ast.Attribute) and func.attr in SCHEMA_LOADERS
+            and isinstance(func.value, ast.Name) and func.value.id == "schema")
+        if loader and not any(k.arg == "known_domains" for k in node.keywords):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_every_loader_asks_the_registry_which_domains_there_are() -> None:
+    """A loader passes ``known_domains`` (the registry's ``domain_names()``, or None where any goes): the
+    schema's default checks nothing, so a forgotten argument would let a typo'd ``task`` through."""
+    found = [f"{p.relative_to(SRC).as_posix()}:{n}" for p in sorted(SRC.rglob("*.py"))
+             if p != SRC / "schema.py" for n in unchecked_calls(p.read_text(encoding="utf-8"))]
+    assert found == []
+    seen = unchecked_calls("from agentworld.schema import load_samples as ls, parse_row\n"
+                           "from agentworld import schema\nls(p)\nparse_row(r, known_domains=None)\n"
+                           "schema.read_bench_jsonl(p)\nfrom agentworld.train.common import load_samples\n"
+                           "load_samples(c)\n")
+    assert seen == [3, 5]
 
 
 def test_the_plugins_are_cheap_to_import() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentworld.domains import domain_names
 from agentworld.errors import DataError
 from agentworld.schema import (
     BenchSample,
@@ -93,10 +94,22 @@ def test_bad_rows_name_file_line_and_field(tmp_path: Path, mutate, field: str, l
     src = tmp_path / "terminal_test.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(DataError, match=field) as info:
-        load_samples([tmp_path])
+        load_samples([tmp_path], known_domains=domain_names())
     err = info.value
     assert err.path == str(src) and err.line == line and err.field == field
     assert str(src) in str(err) and repr(field) in str(err)
+
+
+def test_the_format_checks_the_domains_it_is_given_and_names_none_itself(tmp_path: Path) -> None:
+    """Which domains exist is the registry's answer, passed in; without one any ``task`` is read."""
+    rows = _rows(2)
+    rows[1]["task"] = "agentworld/quantum"
+    src = tmp_path / "x_test.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [s.domain for s in load_samples([src])] == ["terminal", "quantum"]
+    with pytest.raises(DataError, match=r"unknown domain 'quantum'; known: terminal, notes$"):
+        list(read_bench_jsonl(src, known_domains=iter(["terminal", "notes"])))  # any iterable, read once
+    assert parse_row(rows[1], known_domains=["quantum"]).domain == "quantum"
 
 
 def test_malformed_json_line_is_located(tmp_path: Path) -> None:

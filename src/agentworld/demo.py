@@ -88,7 +88,6 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
     """Run the whole demo; returns the path of the HTML report."""
     from rich.console import Console
 
-    from agentworld.endpoints import build_backend
     from agentworld.eval.config import EvalConfig
     from agentworld.eval.report import write_report
     from agentworld.eval.runner import run_eval
@@ -115,7 +114,7 @@ def run_demo(config: DemoConfig, console: Console | None = None) -> Path:
                       f"{'--model-corpus' if config.model_corpus else 'the shipped corpora'}, without the "
                       "recordings of the held-out scenarios")
     elif config.model_base_url is None:
-        model = build_backend(config.model, corpus=config.model_corpus)
+        model = config.model_endpoint().backend()
     console.rule("2. simulate them with the world model, 3. score")
     judge_tag = f"+{config.judge_model}" if config.judge_base_url else ""
     run_dir = out / "runs" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{config.model}{judge_tag}")

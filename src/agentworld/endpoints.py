@@ -14,6 +14,7 @@ This module only imports pydantic, so configs built from it stay cheap to import
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,30 @@ JUDGE_KEY_ENV = "AGENTWORLD_JUDGE_API_KEY"
 AGENT_KEY_ENV = "AGENTWORLD_AGENT_API_KEY"
 OPTIMIZER_KEY_ENV = "AGENTWORLD_OPTIMIZER_API_KEY"
 _KEY_HELP = "prefer the environment variable: a key on the command line shows in ps; never written to disk"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint as a value: a model served at ``base_url`` (several comma-separated: a pool) with
+    ``api_key``, or, without a URL, a registered backend by name (``corpus``: the retrieval backend's
+    recordings). The configs hand theirs out (:meth:`ModelEndpoint.model_endpoint`,
+    :meth:`JudgeEndpoint.judge_endpoint` …) so no caller carries the three fields loose; it pickles
+    (a Ray actor builds its backends from it) and never shows the key.
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key: SecretStr | None = field(default=None, repr=False)
+    corpus: tuple[Path, ...] = ()
+
+    def backend(self, **options: Any) -> Any:
+        """Its backend (:func:`build_backend`; ``options``: ``domains``, ``exclude`` and the client's)."""
+        return build_backend(self.model, self.base_url, self.api_key, corpus=list(self.corpus) or None,
+                             **options)
+
+    def secret(self) -> str | None:
+        """The plain key, only where a client or a redaction needs it."""
+        return secret(self.api_key)
 
 
 class ModelEndpoint(BaseModel):
@@ -51,6 +76,10 @@ class ModelEndpoint(BaseModel):
                     "JSONL files or folders; repeat or several after one flag); default: the shipped "
                     "terminal corpus.")
 
+    def model_endpoint(self) -> Endpoint:
+        """The world model's :class:`Endpoint`."""
+        return Endpoint(self.model or "", self.model_base_url, self.model_api_key, tuple(self.model_corpus))
+
     @field_validator("model_base_url", mode="before")
     @classmethod
     def _pool(cls, value: Any) -> str | None:
@@ -74,6 +103,10 @@ class JudgeEndpoint(BaseModel):
         None, description=f"Judge API key ({_KEY_HELP}).",
         json_schema_extra={"runtime": True, "envvar": JUDGE_KEY_ENV})
 
+    def judge_endpoint(self) -> Endpoint:
+        """The judge's :class:`Endpoint` (model ``""`` when none is named)."""
+        return Endpoint(self.judge_model or "", self.judge_base_url, self.judge_api_key)
+
 
 class AgentEndpoint(BaseModel):
     """The agent acting in a simulated world (rollouts)."""
@@ -86,6 +119,10 @@ class AgentEndpoint(BaseModel):
         None, description=f"Agent API key ({_KEY_HELP}).",
         json_schema_extra={"runtime": True, "envvar": AGENT_KEY_ENV})
 
+    def agent_endpoint(self) -> Endpoint:
+        """The agent's :class:`Endpoint`."""
+        return Endpoint(self.agent_model, self.agent_base_url, self.agent_api_key)
+
 
 class OptimizerEndpoint(BaseModel):
     """The model that proposes revised system prompts (``optimize prompts``)."""
@@ -97,6 +134,10 @@ class OptimizerEndpoint(BaseModel):
     optimizer_api_key: SecretStr | None = Field(
         None, description=f"Optimizer API key ({_KEY_HELP}).",
         json_schema_extra={"runtime": True, "envvar": OPTIMIZER_KEY_ENV})
+
+    def optimizer_endpoint(self) -> Endpoint:
+        """The optimizer's :class:`Endpoint`."""
+        return Endpoint(self.optimizer_model, self.optimizer_base_url, self.optimizer_api_key)
 
 
 def base_urls(value: str | list[str] | tuple[str, ...]) -> list[str]:

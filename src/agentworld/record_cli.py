@@ -14,20 +14,20 @@ import typer
 
 from agentworld.cli_click import Command, Context, TyperGroup
 from agentworld.cli_support import config_command, new_app
-from agentworld.domains.base import RecorderCommand, plugin, resolve
+from agentworld.domains.base import RecorderCommand, plugin_of, resolve
 from agentworld.domains.registry import domain_names
 from agentworld.errors import AgentWorldError
 
 
 def recorders() -> list[str]:
     """Names of the domains with a recorder, in the registry's order."""
-    return [name for name in domain_names() if (found := plugin(name)) is not None and found.recorder]
+    return [name for name in domain_names() if plugin_of(name).recorder]
 
 
 def recorder_command(name: str) -> Command | None:
     """The click command of ``agentworld record <name>`` (None when the domain has no recorder)."""
-    found = plugin(name)
-    if found is None or not found.recorder:
+    found = plugin_of(name)
+    if not found.recorder:
         return None
     recorder = resolve(found.recorder)
     if not isinstance(recorder, RecorderCommand):

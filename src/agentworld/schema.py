@@ -19,18 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl
 
-DOMAIN_NAMES: tuple[str, ...] = ("mcp", "search", "terminal", "swe", "android", "web", "os")
-"""The seven AgentWorldBench domains, in the order the report lists them.
-
-A fact of the data format, so it lives here, below every other layer; each has a package under
-``agentworld/domains/`` (a test checks that the registry's built-in domains are exactly these).
-Domains registered beyond them are known to the registry (``domain_names()``), which the harness
-passes to the loaders."""
-
-OFFICIAL_DEFAULT_DOMAIN = "mcp"
-"""The domain the official ``eval.py`` gives a row without ``task`` (its ``job.get("task", "mcp")``): what
-reproducing its scores from its ``judged.jsonl`` must do too."""
-
 OBSERVATION_MARKER = "**Environment Observation:**"
 
 
@@ -173,11 +161,15 @@ def _remember(sample: BenchSample, row: dict[str, Any]) -> BenchSample:
 
 
 def parse_row(row: Any, *, path: str | None = None, line: int | None = None,
-              known_domains: Iterable[str] | None = DOMAIN_NAMES) -> BenchSample:
+              known_domains: Iterable[str] | None = None) -> BenchSample:
     """Validate one decoded JSON row into a :class:`BenchSample`, or raise a located :class:`DataError`.
 
     String ``prompt``/``response`` values are wrapped into one-element lists, as the official
     harness does. A missing ``id`` is an error: results are keyed by it.
+
+    The format names no domain: ``known_domains`` are the names a row's ``task`` may end in, which the
+    caller takes from the domain registry (:func:`agentworld.domains.domain_names`, built-in and
+    registered plugins alike); None accepts any name.
     """
     if not isinstance(row, dict):
         raise DataError("row is not a JSON object", path=path, line=line)
@@ -211,8 +203,8 @@ def parse_row(row: Any, *, path: str | None = None, line: int | None = None,
         raise fail(f"turn_idx {turn_idx} has no ground truth: response has {len(data['response'])} items",
                    "response")
     domain = data["task"].split("/")[-1]
-    if known_domains is not None and domain not in set(known_domains):
-        raise fail(f"unknown domain {domain!r}; known: {', '.join(known_domains)}", "task")
+    if known_domains is not None and domain not in (known := tuple(known_domains)):
+        raise fail(f"unknown domain {domain!r}; known: {', '.join(known)}", "task")
     for name in ("current_prompt", "system_str"):
         if name in data and data[name] is not None and not isinstance(data[name], str):
             raise fail("expected a string", name)
@@ -222,13 +214,16 @@ def parse_row(row: Any, *, path: str | None = None, line: int | None = None,
 
 
 def read_bench_jsonl(path: str | Path, *,
-                     known_domains: Iterable[str] | None = DOMAIN_NAMES) -> Iterator[BenchSample]:
-    """Read AgentWorldBench rows, raising :class:`DataError` with file and line on the first bad one."""
+                     known_domains: Iterable[str] | None = None) -> Iterator[BenchSample]:
+    """Read AgentWorldBench rows, raising :class:`DataError` with file and line on the first bad one.
+
+    ``known_domains``: as for :func:`parse_row`."""
     for _, sample in _numbered_rows(Path(path), known_domains):
         yield sample
 
 
 def _numbered_rows(path: Path, known_domains: Iterable[str] | None) -> Iterator[tuple[int, BenchSample]]:
+    known_domains = None if known_domains is None else tuple(known_domains)
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -263,11 +258,11 @@ def discover_data(paths: Sequence[str | Path], pattern: str = "*_test.jsonl") ->
 
 
 def load_samples(paths: Sequence[str | Path], *,
-                 known_domains: Iterable[str] | None = DOMAIN_NAMES) -> list[BenchSample]:
+                 known_domains: Iterable[str] | None = None) -> list[BenchSample]:
     """Load every row of the given files/folders; duplicate ids are an error (results are keyed by id).
 
-    ``known_domains``: the domains a row's ``task`` may name (the harness passes the registry's,
-    :func:`agentworld.domains.registry.domain_names`, which adds registered domains to these seven).
+    ``known_domains``: the domains a row's ``task`` may name, as for :func:`parse_row` (the registry's
+    :func:`agentworld.domains.domain_names`; None: any).
     """
     samples: list[BenchSample] = []
     seen: dict[str, str] = {}

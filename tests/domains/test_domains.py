@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.domains import DOMAINS, get_domain, load_domains
+from agentworld.domains import BENCHMARK_DOMAINS, DOMAINS, get_domain, load_domains
 from agentworld.errors import DataError
 from agentworld.models.parsing import SCORE_DIMENSIONS, parse_judge
-from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER
+from agentworld.schema import OBSERVATION_MARKER
 
 EXAMPLE = re.compile(r"<predicted_observation>\n(.*?)\n</predicted_observation>", re.DOTALL)
 JSON_FENCE = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
@@ -19,15 +19,15 @@ JSON_FENCE = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
 
 def test_every_domain_is_registered_in_order() -> None:
     registry = load_domains()
-    assert registry.names() == list(DOMAIN_NAMES)
-    assert [d.name for d in registry] == list(DOMAIN_NAMES)
-    for name in DOMAIN_NAMES:
+    assert registry.names() == list(BENCHMARK_DOMAINS)
+    assert [d.name for d in registry] == list(BENCHMARK_DOMAINS)
+    for name in BENCHMARK_DOMAINS:
         assert name in registry
         assert registry[name].prompts_source == "builtin"
         assert get_domain(name) == DOMAINS[name]
 
 
-@pytest.mark.parametrize("name", DOMAIN_NAMES)
+@pytest.mark.parametrize("name", BENCHMARK_DOMAINS)
 def test_system_prompt_is_complete(name: str) -> None:
     text = load_domains()[name].system_prompt
     assert "TODO" not in text
@@ -42,7 +42,7 @@ def test_system_prompt_is_complete(name: str) -> None:
         assert body[len(OBSERVATION_MARKER):].strip()
 
 
-@pytest.mark.parametrize("name", DOMAIN_NAMES)
+@pytest.mark.parametrize("name", BENCHMARK_DOMAINS)
 def test_judge_prompt_is_complete(name: str) -> None:
     domain = load_domains()[name]
     text = domain.judge_system_prompt
@@ -63,8 +63,8 @@ def test_judge_prompt_is_complete(name: str) -> None:
 
 def test_prompts_differ_between_domains() -> None:
     registry = load_domains()
-    assert len({d.system_prompt for d in registry}) == len(DOMAIN_NAMES)
-    assert len({d.judge_system_prompt for d in registry}) == len(DOMAIN_NAMES)
+    assert len({d.system_prompt for d in registry}) == len(BENCHMARK_DOMAINS)
+    assert len({d.judge_system_prompt for d in registry}) == len(BENCHMARK_DOMAINS)
 
 
 def test_terminal_examples_follow_the_contract_turn_format() -> None:
@@ -92,7 +92,7 @@ def test_override_folder_replaces_only_the_files_it_has(tmp_path: Path) -> None:
     assert terminal.judge_system_prompt == "official terminal judge"
     assert terminal.system_prompt == builtin["terminal"].system_prompt
     assert terminal.prompts_source == str(tmp_path)
-    for name in DOMAIN_NAMES:
+    for name in BENCHMARK_DOMAINS:
         if name != "terminal":
             assert registry[name] == builtin[name]
             assert registry[name].prompts_source == "builtin"
@@ -128,7 +128,7 @@ def test_unknown_domain_names_the_known_ones() -> None:
         load_domains()["defi"]
     message = str(err.value)
     assert "'defi'" in message
-    for name in DOMAIN_NAMES:
+    for name in BENCHMARK_DOMAINS:
         assert name in message
     assert err.value.field == "task"
     assert "defi" not in load_domains()

@@ -21,12 +21,13 @@ from typing import Any
 
 import pytest
 
+from agentworld.endpoints import Endpoint
 from agentworld.errors import AgentWorldError
 from agentworld.sim.curriculum import Curriculum
 from agentworld.sim.types import WorldSpec
 from agentworld.train.rollout import Episode, run_rollouts
 from agentworld.train.rollout_jobs import EpisodeJob, curriculum_jobs, fingerprint, journal_path
-from agentworld.train.rollout_ray import EndpointSpec, RayRolloutError, check_address, run_jobs_ray
+from agentworld.train.rollout_ray import RayRolloutError, check_address, run_jobs_ray
 from serving import chat_server
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -80,8 +81,8 @@ def ray_address() -> Iterator[str]:
         ray.shutdown()
 
 
-def _endpoints(url: str) -> tuple[EndpointSpec, EndpointSpec]:
-    return EndpointSpec("agent", f"{url}/agent/v1", None), EndpointSpec("world", f"{url}/world/v1", None)
+def _endpoints(url: str) -> tuple[Endpoint, Endpoint]:
+    return Endpoint("agent", f"{url}/agent/v1", None), Endpoint("world", f"{url}/world/v1", None)
 
 
 def _dumps(episodes: list[Episode]) -> list[dict[str, Any]]:
@@ -92,7 +93,7 @@ def _dumps(episodes: list[Episode]) -> list[dict[str, Any]]:
 def test_same_episodes_as_in_process(ray_address: str) -> None:
     with chat_server(Script()) as url:
         agent, world = _endpoints(url)
-        local = list(run_rollouts(agent.build(), world.build(), SPEC, CURRICULUM, 6, 5, task="weather",
+        local = list(run_rollouts(agent.backend(), world.backend(), SPEC, CURRICULUM, 6, 5, task="weather",
                                   seed=3, agent_model="agent"))
         jobs = curriculum_jobs(SPEC, CURRICULUM, 6, 5, task="weather", seed=3, agent_model="agent")
         remote = list(run_jobs_ray(jobs, agent, world, actors=2, sessions_per_actor=2))

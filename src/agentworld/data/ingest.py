@@ -29,7 +29,7 @@ recognises the first record::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, Protocol
 
@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, ValidationError
 from agentworld import schema
 from agentworld.data.bench_rows import BenchRow, OpenSessions, is_incremental, join_rows, session_trajectory
 from agentworld.data.records import PlainTrajectory
-from agentworld.domains import DEFAULT_DOMAIN
+from agentworld.domains import DEFAULT_DOMAIN, domain_names
 from agentworld.errors import DataError
 from agentworld.schema import Trajectory, Turn
 
@@ -250,9 +250,10 @@ class BenchConverter:
     incremental = False
     """Whether rows written as a session went (:func:`bench_rows.is_incremental`) are joined by session."""
 
-    def __init__(self, known_domains: list[str] | None = list(schema.DOMAIN_NAMES)) -> None:  # noqa: B006
-        self.known_domains = known_domains
-        self._known = None if known_domains is None else frozenset(known_domains)
+    def __init__(self, known_domains: Sequence[str] | None = None) -> None:
+        """``known_domains``: the domains a row's ``task`` may name (default: every registered one)."""
+        self.known_domains = list(domain_names() if known_domains is None else known_domains)
+        self._known = frozenset(self.known_domains)
 
     @staticmethod
     def sniff(record: Any) -> bool:

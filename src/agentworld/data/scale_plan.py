@@ -17,6 +17,7 @@ from agentworld import schema
 from agentworld.data.bench_rows import may_hold_incremental_rows
 from agentworld.data.ingest import array_document, detect_format
 from agentworld.data.pipeline import PipelineConfig
+from agentworld.domains import domain_names
 from agentworld.errors import DataError
 
 BENCH_FORMATS = frozenset({"agentworld-bench", "recording"})
@@ -76,7 +77,7 @@ def _line_ident(raw: bytes, where: int) -> tuple[Any, ...] | None:
 
 def _safe_cut(handle: BinaryIO, approx: int, size: int, fmt: str, options: dict[str, Any]) -> int:
     """The first line start at or after ``approx`` where a new trajectory begins (``size`` if none)."""
-    known = options.get("known_domains", list(schema.DOMAIN_NAMES))
+    known = options.get("known_domains") or domain_names()
     handle.seek(max(approx - 1, 0))
     if approx > 0:
         handle.readline()  # to the next line start (a no-op read of "\n" when approx already is one)

@@ -32,6 +32,7 @@ def shipped_samples(domains: list[str]) -> list[BenchSample]:
         AgentWorldError: a domain that ships no sample (the text lists those that do).
     """
     from agentworld.corpus import shipped_corpora
+    from agentworld.domains import domain_names
 
     corpora = shipped_corpora()
     unknown = [d for d in domains if d not in corpora]
@@ -43,7 +44,8 @@ def shipped_samples(domains: list[str]) -> list[BenchSample]:
         if domains and name not in domains:
             continue
         with path.open(encoding="utf-8") as handle:
-            samples.append(parse_row(json.loads(handle.readline()), path=str(path), line=1))
+            samples.append(parse_row(json.loads(handle.readline()), path=str(path), line=1,
+                                     known_domains=domain_names()))
     return samples
 
 

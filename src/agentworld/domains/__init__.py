@@ -22,10 +22,21 @@ if TYPE_CHECKING:
         domain_names,
         get_domain,
         load_domains,
+        report_order,
     )
 
-__all__ = ["DEFAULT_DOMAIN", "DOMAINS", "TOOLS_DOMAIN", "Domain", "DomainRegistry", "domain_names",
-           "get_domain", "load_domains"]
+__all__ = ["BENCHMARK_DOMAINS", "DEFAULT_DOMAIN", "DOMAINS", "OFFICIAL_DEFAULT_DOMAIN", "TOOLS_DOMAIN",
+           "Domain", "DomainRegistry", "domain_names", "get_domain", "load_domains", "report_order"]
+
+BENCHMARK_DOMAINS: tuple[str, ...] = ("mcp", "search", "terminal", "swe", "android", "web", "os")
+"""AgentWorldBench's seven domains, in the order its report lists them: the registry lists them first,
+in this order, and reports follow it (:func:`~agentworld.domains.registry.report_order`). Which domains
+a loader accepts is the registry's answer (:func:`~agentworld.domains.registry.domain_names`), never this
+list: a domain registered beyond them is as valid."""
+
+OFFICIAL_DEFAULT_DOMAIN = "mcp"
+"""The domain the official ``eval.py`` gives a row without ``task`` (its ``job.get("task", "mcp")``): what
+reproducing its scores from its ``judged.jsonl`` must do too."""
 
 DEFAULT_DOMAIN = "terminal"
 """The domain used when none is named (``agentworld shell``, a ``WorldSpec``, generic trajectory rows and

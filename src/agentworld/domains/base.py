@@ -239,3 +239,19 @@ def plugins() -> dict[str, DomainPlugin]:
 def plugin(name: str) -> DomainPlugin | None:
     """The plugin of domain ``name`` (None when no package defines one)."""
     return plugins().get(name)
+
+
+def plugin_of(domain: str | DomainPlugin) -> DomainPlugin:
+    """The plugin of ``domain``: the one lookup every accessor (rules, actions, ledger …) goes through.
+
+    A plugin is returned as it is, so a caller that holds one never has it looked up again by name. A
+    name no package defines gets a bare plugin, every field its default (generic rules, free-text
+    actions, the common error patterns, no real environment), so no caller checks for None; use
+    :func:`plugin` to ask whether a domain is registered.
+
+    >>> plugin_of("no-such-domain").rules is None and plugin_of("no-such-domain").display
+    'no-such-domain'
+    """
+    if isinstance(domain, DomainPlugin):
+        return domain
+    return plugins().get(domain) or DomainPlugin(name=domain, display=domain)

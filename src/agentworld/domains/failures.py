@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from agentworld.domains.base import plugin
-from agentworld.domains.error_patterns import COMMON_ERRORS, ERROR_HINTS
+from agentworld.domains.base import DomainPlugin, plugin_of
+from agentworld.domains.error_patterns import ERROR_HINTS
 from agentworld.schema import OBSERVATION_MARKER
 
 
@@ -28,11 +28,10 @@ def observation_body(text: str) -> str:
     return text.strip("\n")
 
 
-def error_patterns(domain: str) -> tuple[str, ...]:
+def error_patterns(domain: str | DomainPlugin) -> tuple[str, ...]:
     """The regular expressions (compiled with ``re.M``) marking an observation of ``domain`` as an error:
     its plugin's ``error_patterns`` (the common ones for an unknown domain)."""
-    found = plugin(domain)
-    return found.error_patterns if found is not None else COMMON_ERRORS
+    return plugin_of(domain).error_patterns
 
 
 _REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")

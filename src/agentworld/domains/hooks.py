@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.domains.base import plugin, resolve
+from agentworld.domains.base import DomainPlugin, plugin_of, resolve
 from agentworld.domains.spec import InjectedFault, WorldSpec
 from agentworld.errors import AgentWorldError
 
@@ -124,10 +124,10 @@ TEXT_ACTIONS = DomainActions()
 """The action format of a domain whose plugin names none."""
 
 
-def domain_actions(domain: str) -> DomainActions:
+def domain_actions(domain: str | DomainPlugin) -> DomainActions:
     """The action format of ``domain`` (its plugin's ``actions``; free text when it has none)."""
-    found = plugin(domain)
-    if found is None or found.actions is None:
+    found = plugin_of(domain)
+    if found.actions is None:
         return TEXT_ACTIONS
     actions: DomainActions = resolve(found.actions)
     return actions
@@ -146,10 +146,11 @@ def generic_fault(fault: InjectedFault, tool: str | None = None) -> str:
     }[fault.kind]
 
 
-def fault_template(domain: str, fault: InjectedFault, parsed: ParsedAction, screens: Sequence[str]) -> str:
+def fault_template(domain: str | DomainPlugin, fault: InjectedFault, parsed: ParsedAction,
+                   screens: Sequence[str]) -> str:
     """An error fault rendered without a model: the domain's template (``DomainPlugin.faults``) or generic."""
-    found = plugin(domain)
-    if found is None or found.faults is None:
+    found = plugin_of(domain)
+    if found.faults is None:
         return generic_fault(fault, parsed.tool)
     text: str = resolve(found.faults)(fault, parsed, screens)
     return text

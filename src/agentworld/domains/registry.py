@@ -9,17 +9,18 @@ folder laid out like the official repository.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
+from agentworld.domains import BENCHMARK_DOMAINS
 from agentworld.domains.base import GENERIC_EFFECT, DomainPlugin, plugins
 from agentworld.errors import DataError
-from agentworld.schema import DOMAIN_NAMES, OBSERVATION_MARKER
+from agentworld.schema import OBSERVATION_MARKER
 
 __all__ = ["DOMAINS", "GENERIC_EFFECT", "Domain", "DomainRegistry", "domain_names", "get_domain",
-           "load_domains"]
+           "load_domains", "report_order"]
 
 PROMPT_FILES = ("system_prompt", "judge_system_prompt")
 
@@ -90,13 +91,29 @@ def _domain(plugin: DomainPlugin) -> Domain:
 def _ordered() -> list[DomainPlugin]:
     """The plugins, AgentWorldBench's seven in the report's order first, then any others."""
     found = plugins()
-    return [found[n] for n in DOMAIN_NAMES if n in found] + [p for n, p in found.items()
-                                                            if n not in DOMAIN_NAMES]
+    return [found[n] for n in BENCHMARK_DOMAINS if n in found] + [p for n, p in found.items()
+                                                                 if n not in BENCHMARK_DOMAINS]
 
 
 def domain_names() -> tuple[str, ...]:
-    """Every registered domain's name (the benchmark's seven first): what data loaders may accept."""
+    """Every registered domain's name (the benchmark's seven first): what data loaders accept.
+
+    The one answer to "which domains are there": built-in packages, packages named in
+    ``AGENTWORLD_DOMAIN_PACKAGES`` and plugins given to :func:`~agentworld.domains.base.register_domain`.
+    Loaders pass it to :mod:`agentworld.schema`, which names no domain itself.
+    """
     return tuple(p.name for p in _ordered())
+
+
+def report_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the order tables list domains: the registry's order, then unknown names sorted.
+
+    >>> report_order(["web", "zzz", "mcp", "aaa"])
+    ['mcp', 'web', 'aaa', 'zzz']
+    """
+    present = set(names)
+    known = [n for n in domain_names() if n in present]
+    return known + sorted(present - set(known))
 
 
 _BUILT: dict[int, tuple[DomainPlugin, Domain]] = {}

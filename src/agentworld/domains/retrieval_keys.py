@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentworld.domains.actions import normalise_action, tool_call
-from agentworld.domains.base import plugin, resolve
+from agentworld.domains.base import DomainPlugin, plugin_of, resolve
 
 FIRST_TURN = "(first turn)"
 """The context of a first action: two first turns share it, as two later turns share their predecessor."""
@@ -110,9 +110,9 @@ class ToolCallKeys:
 _TOOL_CALLS = ToolCallKeys()
 
 
-def retrieval_keys(domain: str | None) -> RetrievalKeys:
+def retrieval_keys(domain: str | DomainPlugin | None) -> RetrievalKeys:
     """The keys ``domain``'s plugin names (tool-call keys for a domain without its own, and for None)."""
-    found = plugin(domain) if domain else None
+    found = plugin_of(domain) if domain else None
     if found is None or found.retrieval_keys is None:
         return _TOOL_CALLS
     keys: RetrievalKeys = resolve(found.retrieval_keys)

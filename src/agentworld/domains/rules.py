@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agentworld.domains.actions import PROMPT_RE
-from agentworld.domains.base import plugin, resolve
+from agentworld.domains.base import DomainPlugin, plugin_of, resolve
 from agentworld.domains.content import RUNTIME_KINDS, mask
 from agentworld.errors import AgentWorldError
 from agentworld.schema import BenchSample, strip_marker
@@ -159,12 +159,13 @@ TREE_RULES = DomainRules(lines_of, generic_tiers, tree_structure)
 """Lines, generic tiers and accessibility-tree structure (the GUI domains)."""
 
 
-def rules_for(domain: str) -> tuple[DomainRules, bool]:
+def rules_for(domain: str | DomainPlugin) -> tuple[DomainRules, bool]:
     """The rules ``domain``'s plugin names, and whether they are its own (else :data:`GENERIC`, False)."""
-    found = plugin(domain)
-    if found is None or found.rules is None:
+    found = plugin_of(domain)
+    if found.rules is None:
         return GENERIC, False
     rules = resolve(found.rules)
     if not isinstance(rules, DomainRules):
-        raise AgentWorldError(f"domain {domain!r}: its plugin's rules {found.rules} are not a DomainRules")
+        raise AgentWorldError(f"domain {found.name!r}: its plugin's rules {found.rules} are not a "
+                              "DomainRules")
     return rules, True

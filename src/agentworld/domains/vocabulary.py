@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentworld.domains.base import plugin, resolve
+from agentworld.domains.base import DomainPlugin, plugin_of, resolve
 from agentworld.domains.failures import is_error, observation_body
 
 
@@ -64,10 +64,9 @@ class PromptVocabulary:
     offered: Callable[[str], bool] = field(default=lambda tool: False)
 
 
-def vocabulary(domain: str) -> PromptVocabulary | None:
+def vocabulary(domain: str | DomainPlugin) -> PromptVocabulary | None:
     """The domain's :class:`PromptVocabulary` (its plugin's ``extra["vocabulary"]``), or None."""
-    found = plugin(domain)
-    reference = (found.extra or {}).get("vocabulary") if found is not None else None
+    reference = (plugin_of(domain).extra or {}).get("vocabulary")
     return resolve(reference) if reference else None
 
 

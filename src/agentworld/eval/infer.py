@@ -8,15 +8,13 @@ content is kept so a later judging or re-parsing never needs the model again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-
-from pydantic import SecretStr
+from typing import Protocol
 
 from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.domains.registry import DomainRegistry, domain_names
-from agentworld.endpoints import build_backend
+from agentworld.endpoints import Endpoint
 from agentworld.errors import AgentWorldError, BackendError, DataError
-from agentworld.eval.config import InferFields, RuntimeFields
+from agentworld.eval.config import InferFields
 from agentworld.eval.records import PredictionRow
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
@@ -73,19 +71,33 @@ def select_samples(config: InferFields) -> list[BenchSample]:
     return samples[: config.limit] if config.limit else samples
 
 
-def make_backend(name: str, base_url: str | None, api_key: SecretStr | None, config: RuntimeFields,
-                 corpus: list[Path] | None = None,
-                 exclude: Callable[[BenchSample], bool] | None = None) -> ChatBackend:
-    """The backend of one endpoint (:func:`agentworld.endpoints.build_backend`) with the run's HTTP settings.
+class ClientSettings(Protocol):
+    """A run's HTTP settings for its clients (:class:`RuntimeFields`, or a command's own fields)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def backoff_s(self) -> float: ...
+
+
+def make_backend(endpoint: Endpoint, config: ClientSettings,
+                 exclude: Callable[[BenchSample], bool] | None = None,
+                 domains: list[str] | None = None) -> ChatBackend:
+    """The backend of one endpoint (:meth:`agentworld.endpoints.Endpoint.backend`) with the run's HTTP
+    settings (``domains``: those it will be asked about, refused at once when it cannot answer one).
 
     Raises:
         AgentWorldError: an unknown backend name or unusable settings; the text holds no credential.
     """
     try:
-        backend: ChatBackend = build_backend(
-            name, base_url, api_key, corpus=corpus or None, exclude=exclude, concurrency=config.concurrency,
-            max_retries=config.max_retries, timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
+        backend: ChatBackend = endpoint.backend(
+            exclude=exclude, domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
+            timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
     except (TypeError, ValueError) as exc:
-        secret = api_key.get_secret_value() if api_key is not None else None
-        raise AgentWorldError(redact_text(f"cannot create backend {name!r}: {exc}", [secret])) from None
+        raise AgentWorldError(redact_text(f"cannot create backend {endpoint.model!r}: {exc}",
+                                          [endpoint.secret()])) from None
     return backend

@@ -117,7 +117,7 @@ def _judge_backend(config: EvalConfig) -> ChatBackend:
     if not config.judge_base_url and not named:
         raise AgentWorldError(f"--judge-model {config.judge_model!r} is not a backend name; give "
                               "--judge-base-url for a served judge")
-    return make_backend(config.judge_model or "", config.judge_base_url, config.judge_api_key, config)
+    return make_backend(config.judge_endpoint(), config)
 
 
 def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend | None,
@@ -139,8 +139,7 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
     sections = _sections(config, samples, domains, stored.get("infer") or {}, predicting)
     archive = _check_config(config.out, stored, sections, judging, rejudge)
     if predicting and model is None:
-        model = make_backend(config.model, config.model_base_url, config.model_api_key, config,
-                             corpus=config.model_corpus, exclude=_own_left_out(config, samples))
+        model = make_backend(config.model_endpoint(), config, exclude=_own_left_out(config, samples))
     check_domains = getattr(model, "check_domains", None) if predicting else None
     if check_domains is not None:  # a backend that cannot answer a domain says so before any request
         check_domains(sorted({s.domain for s in samples}))

@@ -15,7 +15,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from agentworld.domains.registry import domain_names
+from agentworld.domains.registry import domain_names, report_order
 from agentworld.errors import AgentWorldError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.eval.rules.baselines import BASELINES
@@ -25,7 +25,7 @@ from agentworld.eval.score import normalise, score_rows
 from agentworld.io import atomic_write_text
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.report_style import FILTER_JS, Html, escape, filter_bar, html_table, page
-from agentworld.schema import DOMAIN_NAMES, BenchSample, load_samples, strip_marker
+from agentworld.schema import BenchSample, load_samples, strip_marker
 
 COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1")
 RULE_FIELDS = ("exact", "line_f1", "deterministic", "metadata_valid", "structure", "overall")
@@ -93,7 +93,7 @@ def rule_table(rules: dict[str, RuleRow], domain_of: dict[str, str]) -> str:
     if not by:
         return '<p class="note">No rule scores (rules.jsonl absent).</p>'
     rows = []
-    for dom in _order(by):
+    for dom in report_order(by):
         cols = []
         for f in RULE_FIELDS:
             vals = [100.0 * v if isinstance(v, bool) else float(v) for r in by[dom]
@@ -127,11 +127,6 @@ def tier_table(tier: dict[str, Any] | None) -> str:
             "samples; skill over b = (model − b) / (100 − b): 0 is no better than that trivial answer, 1 is "
             "perfect; strongest is the best trivial answer, so skill over it is what the model adds.</p>"
             + html_table(head, rows))
-
-
-def _order(names: Any) -> list[str]:
-    names = set(names)
-    return [d for d in DOMAIN_NAMES if d in names] + sorted(names - set(DOMAIN_NAMES))
 
 
 def _mark(text: str, other: str) -> str:
@@ -287,7 +282,7 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     parts = [*notes, *rubric,
              "<h2>Rule tier (judge-free)</h2>", rule_table(rules, domain_of),
              "<h2>Rule tier against trivial baselines</h2>", tier_table(scores.get("rule_tier")),
-             _filters(_order(domain_of[i] for i in ids), len(ids), by_judge), *views]
+             _filters(report_order(domain_of[i] for i in ids), len(ids), by_judge), *views]
     html = page("eval report", f"AgentWorldBench run: {cfg.get('model', run_dir.name)}", parts,
                 meta=_meta(run_dir, cfg), script=FILTER_JS)
     atomic_write_text(out, html)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.domains import OFFICIAL_DEFAULT_DOMAIN, report_order
 from agentworld.eval.records import (
     JudgmentRow,
     PredictionRow,
@@ -30,7 +31,7 @@ from agentworld.eval.rules.context import RuleTier, rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.report_style import text_table
-from agentworld.schema import DOMAIN_NAMES, OFFICIAL_DEFAULT_DOMAIN, BenchSample
+from agentworld.schema import BenchSample
 
 SCORE_FIELDS: tuple[str, ...] = (*SCORE_DIMENSIONS, "total_score")
 
@@ -98,11 +99,6 @@ class ScoreReport(BaseModel):
         return {k: v for k, v in out.items() if v is not None}
 
 
-def _domain_order(names: Iterable[str]) -> list[str]:
-    known = [d for d in DOMAIN_NAMES if d in set(names)]
-    return known + sorted(set(names) - set(known))
-
-
 def rubric_dims(valid: list[Mapping[str, Any]]) -> dict[str, float | None]:
     """Official per-dimension means over valid rows (zeros excluded), normalised."""
     return {dim: _nonzero_mean(float(r.get(dim, 0) or 0) for r in valid) for dim in SCORE_FIELDS}
@@ -123,7 +119,7 @@ def score_official_judged(rows: Sequence[Mapping[str, Any]]) -> ScoreReport:
         by_domain[str(row.get("task", OFFICIAL_DEFAULT_DOMAIN)).split("/")[-1]].append(row)
     domains: dict[str, DomainScore] = {}
     totals: list[float] = []
-    for name in _domain_order(by_domain):
+    for name in report_order(by_domain):
         group = by_domain[name]
         valid = [r for r in group if r.get("failed", 1.0) == 0.0]
         totals += [float(r.get("total_score", 0) or 0) for r in valid]
@@ -155,7 +151,7 @@ def ab_summary(mode: str, judgments: Iterable[JudgmentRow | Mapping[str, Any]],
     for row in map(as_judgment, judgments):
         if row.mode == mode:
             by_domain[row.domain].append(row)
-    domains = {d: _ab_rates(by_domain[d], counts[d], mode) for d in _domain_order(counts)}
+    domains = {d: _ab_rates(by_domain[d], counts[d], mode) for d in report_order(counts)}
     every = [r for rows in by_domain.values() for r in rows]
     return {"domains": domains, "overall": _ab_rates(every, sum(counts.values()), mode)}
 
@@ -169,7 +165,7 @@ def rule_means(rows: Iterable[RuleRow | Mapping[str, Any]]) -> dict[str, dict[st
                 values[row.domain][key].append(100.0 if value else 0.0)
             elif isinstance(value, int | float):
                 values[row.domain][key].append(float(value))
-    return {d: {k: mean(v) for k, v in values[d].items()} for d in _domain_order(values)}
+    return {d: {k: mean(v) for k, v in values[d].items()} for d in report_order(values)}
 
 
 def _domain_score(n: int, preds: list[PredictionRow], judged: list[JudgmentRow]) -> DomainScore:
@@ -206,7 +202,7 @@ def score_rows(counts: Mapping[str, int], predictions: Iterable[PredictionRow | 
     rule_rows = [as_rule(r) for r in rules]
     for row in judged_rows:
         judged[row.domain].append(row)
-    domains = {d: _domain_score(counts[d], preds[d], judged[d]) for d in _domain_order(counts)}
+    domains = {d: _domain_score(counts[d], preds[d], judged[d]) for d in report_order(counts)}
     totals = [r.rubric_total for r in judged_rows if r.rubric_total is not None]
     modes = {r.mode for r in judged_rows}
     ab = {mode: ab_summary(mode, judged_rows, counts) for mode in ("turing", "reference") if mode in modes}

@@ -69,13 +69,11 @@ Backends = tuple[ChatBackend, ChatBackend, ChatBackend | None]
 
 
 def _backends(config: PromptOptConfig, used: list[str]) -> Backends:
-    model = make_backend(config.model, config.model_base_url, config.model_api_key, config,
-                         corpus=config.model_corpus)
+    model = make_backend(config.model_endpoint(), config)
     check = getattr(model, "check_domains", None)
     if check is not None:
         check(used)
-    optimizer = make_backend(config.optimizer_model, config.optimizer_base_url, config.optimizer_api_key,
-                             config)
+    optimizer = make_backend(config.optimizer_endpoint(), config)
     judge = None
     if config.judge_base_url or config.judge_model:
         if not config.judge_model:
@@ -83,7 +81,7 @@ def _backends(config: PromptOptConfig, used: list[str]) -> Backends:
         if not config.judge_base_url and not is_backend_name(config.judge_model):
             raise AgentWorldError(f"--judge-model {config.judge_model!r} is not a backend name; give "
                                   "--judge-base-url for a served judge")
-        judge = make_backend(config.judge_model, config.judge_base_url, config.judge_api_key, config)
+        judge = make_backend(config.judge_endpoint(), config)
     return model, optimizer, judge
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld.domains import DEFAULT_DOMAIN
-from agentworld.domains.base import plugin, plugins, resolve
+from agentworld.domains.base import plugin_of, plugins, resolve
 from agentworld.domains.hooks import domain_actions
 from agentworld.domains.plan_tasks import PlanSuite
 from agentworld.errors import AgentWorldError
@@ -38,8 +38,8 @@ SEED = 0
 
 def plan_suite(domain: str = DEFAULT_DOMAIN) -> PlanSuite:
     """The futile-action tasks ``domain`` ships (its plugin's ``plan_tasks``)."""
-    found = plugin(domain)
-    if found is None or not found.plan_tasks:
+    found = plugin_of(domain)
+    if not found.plan_tasks:
         offering = sorted(name for name, p in plugins().items() if p.plan_tasks)
         raise AgentWorldError(f"domain {domain!r} ships no futile-action tasks; these do: "
                               f"{', '.join(offering)}")

@@ -15,7 +15,7 @@ from pydantic import Field, SecretStr
 
 from agentworld.cli_support import cli_flags, config_command, new_app
 from agentworld.domains import DEFAULT_DOMAIN
-from agentworld.endpoints import AGENT_KEY_ENV, JudgeEndpoint, ModelEndpoint
+from agentworld.endpoints import AGENT_KEY_ENV, Endpoint, JudgeEndpoint, ModelEndpoint
 
 app = new_app("Predict before acting: imagine candidate actions with a world model, score them, rank them.")
 
@@ -64,6 +64,10 @@ class PlanConfig(ModelEndpoint, JudgeEndpoint):
                                "again.")
     json_output: bool = Field(False, description="Print the ranked candidates with their imagined rollouts "
                               "as JSON.", json_schema_extra=cli_flags("--json"))
+
+    def agent_endpoint(self) -> Endpoint:
+        """The proposing agent's :class:`Endpoint`."""
+        return Endpoint(self.agent_model or "", self.agent_base_url, self.agent_api_key)
 
 
 def run_plan(config: PlanConfig) -> None:

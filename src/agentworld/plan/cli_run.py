@@ -59,7 +59,6 @@ def load_history(path: Path) -> list[tuple[Any, str]]:
 
 async def plan_from_config(config: PlanConfig) -> PlanResult:
     """Rebuild the episode, build the planner from ``config`` and plan (nothing runs for real)."""
-    from agentworld.endpoints import build_backend
     from agentworld.models.cache import ResponseCache
     from agentworld.models.scripted import ScriptedBackend
     from agentworld.plan.agents import Agent, ModelAgent
@@ -80,19 +79,18 @@ async def plan_from_config(config: PlanConfig) -> PlanResult:
         raise AgentWorldError("--scorer judge needs --judge-model (and --judge-base-url for a served judge)")
     history = load_history(config.history) if config.history is not None else []
     spec = WorldSpec(domain=config.domain, initial_state=config.initial_state or "")
-    world = build_backend(config.model, config.model_base_url, config.model_api_key,
-                          corpus=config.model_corpus, domains=[config.domain])
+    world = config.model_endpoint().backend(domains=[config.domain])
     scorer: Scorer
     if use_judge:
         assert config.judge_model is not None
-        scorer = JudgeScorer(build_backend(config.judge_model, config.judge_base_url, config.judge_api_key))
+        scorer = JudgeScorer(config.judge_endpoint().backend())
     else:
         rule = RuleCheck(errors=tuple(config.error_pattern), must_contain=tuple(config.must_contain),
                          end_at_prompt=config.end_at_prompt)
         scorer = RuleScorer(rule)
     agent: Agent | None = None
     if config.agent_base_url and config.agent_model:
-        agent_backend = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key)
+        agent_backend = config.agent_endpoint().backend()
         agent = ModelAgent(agent_backend, spec)
     cache = ResponseCache(config.cache)
     tag = "predicted_observation"

@@ -16,8 +16,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from agentworld.domains.base import plugin
-from agentworld.domains.error_patterns import COMMON_ERRORS
+from agentworld.domains.base import plugin_of
 from agentworld.domains.hooks import domain_actions
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
@@ -71,8 +70,7 @@ class RuleCheck(BaseModel):
     end_at_prompt: bool = False
 
     def patterns(self, domain: str) -> list[re.Pattern[str]]:
-        found = plugin(domain)
-        shared = (found.error_patterns if found is not None else COMMON_ERRORS) if self.domain_errors else ()
+        shared = plugin_of(domain).error_patterns if self.domain_errors else ()
         return [re.compile(p, re.M) for p in (*shared, *self.errors)]
 
     def check(self, domain: str, observations: Sequence[str]) -> Verdict:
@@ -165,8 +163,7 @@ class JudgeScorer:
     name: str = "judge"
 
     def request(self, context: PlanContext, steps: Sequence[ImaginedStep]) -> ChatRequest:
-        found = plugin(context.domain)
-        display = found.display if found is not None else context.domain
+        display = plugin_of(context.domain).display
         recent = context.history[-self.max_history_turns:]
         user = (f"# Task\n{context.task or '(not stated: judge whether the actions make progress)'}\n\n"
                 f"# Initial state\n{context.initial or '(not shown)'}\n\n"

@@ -31,7 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentworld.endpoints import build_backend, secret
+from agentworld.endpoints import secret
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models.base import ChatBackend
 from agentworld.redact import redact_text
@@ -100,9 +100,8 @@ def create_app(config: HttpServeConfig, *, factory: SimulatorFactory | None = No
     owned: ChatBackend | None = None
     if factory is None:
         if backend is None:
-            backend = owned = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                            corpus=config.model_corpus, concurrency=config.concurrency,
-                                            max_tokens=config.max_tokens)
+            backend = owned = config.model_endpoint().backend(concurrency=config.concurrency,
+                                                              max_tokens=config.max_tokens)
         factory = simulator_factory(backend)
     sessions = SessionManager(factory, idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions)
 

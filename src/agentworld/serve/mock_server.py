@@ -40,6 +40,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 
+from agentworld.domains import domain_names
 from agentworld.eval import templates
 from agentworld.eval.rules.corruptions import corrupt_observation, hash_uniform
 from agentworld.schema import OBSERVATION_MARKER, BenchSample, load_samples
@@ -197,7 +198,7 @@ class MockState:
         self.truths: dict[str, str] = {}
         self.duplicates = 0
         """Rows whose message list equals an earlier row's: the earlier row's ground truth is served."""
-        for sample in load_samples(config.data) if config.data else []:
+        for sample in load_samples(config.data, known_domains=domain_names()) if config.data else []:
             key = messages_key(sample.messages())
             if key in self.samples:
                 self.duplicates += 1

@@ -23,7 +23,7 @@ def _mcp(config: McpServeConfig) -> None:
     import asyncio
 
     from agentworld.domains import TOOLS_DOMAIN
-    from agentworld.endpoints import build_backend, secret
+    from agentworld.endpoints import secret
     from agentworld.serve.mcp_server import SimulatedToolServer, serve_stdio
     from agentworld.serve.net import check_exposure, run_uvicorn
     from agentworld.serve.sessions import simulator_factory
@@ -46,9 +46,8 @@ def _mcp(config: McpServeConfig) -> None:
     controls = ControlSpec.load(config.control) if config.control is not None else None
     if config.transport == "http":
         check_exposure(config.host, secret(config.token), config.allow_no_token)
-    backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                            corpus=config.model_corpus, domains=[TOOLS_DOMAIN],
-                            concurrency=config.concurrency, max_tokens=config.max_tokens)
+    backend = config.model_endpoint().backend(domains=[TOOLS_DOMAIN], concurrency=config.concurrency,
+                                              max_tokens=config.max_tokens)
     tool_server = SimulatedToolServer(tools, simulator_factory(backend), controls=controls,
                                       initial_state=initial_state, seed=config.seed, name=name,
                                       idle_timeout_s=config.idle_timeout_s, max_sessions=config.max_sessions,

@@ -39,7 +39,6 @@ def run_shell_command(config: ShellConfig) -> None:
     """Build the world model, the router and the simulator from ``config``, then read lines from stdin."""
     import sys
 
-    from agentworld.endpoints import build_backend
     from agentworld.serve.shell import run_shell
     from agentworld.sim.router import Router
     from agentworld.sim.session import Simulator
@@ -53,9 +52,7 @@ def run_shell_command(config: ShellConfig) -> None:
         world = WorldSpec(domain=config.domain)
     backend = None
     if config.model != "none" or config.model_base_url:
-        backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                corpus=config.model_corpus, domains=[world.domain],
-                                max_tokens=config.max_tokens)
+        backend = config.model_endpoint().backend(domains=[world.domain], max_tokens=config.max_tokens)
     router = None if config.route == "model" else Router("rules" if config.route == "auto" else "real",
                                                          seed=config.seed, domain=world.domain)
     simulator = Simulator(backend, router=router)

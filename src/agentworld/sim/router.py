@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from agentworld.domains.base import RealEnvironment, RouteDecision, plugin, resolve
+from agentworld.domains.base import RealEnvironment, RouteDecision, plugin_of, resolve
 from agentworld.errors import AgentWorldError
 
 Route = Literal["real", "model"]
@@ -48,8 +48,8 @@ EnvironmentFactory = Callable[..., RealEnvironment]
 
 def environment_of(domain: str) -> tuple[EnvironmentFactory | None, Callable[..., RouteDecision] | None]:
     """The real-environment factory and the routing rule of ``domain`` (None where it has none)."""
-    found = plugin(domain)
-    if found is None or found.environment is None:
+    found = plugin_of(domain)
+    if found.environment is None:
         return None, None
     factory: EnvironmentFactory = resolve(found.environment)
     return factory, resolve(found.routing) if found.routing else None
@@ -58,8 +58,8 @@ def environment_of(domain: str) -> tuple[EnvironmentFactory | None, Callable[...
 def require_environment(domain: str) -> None:
     """Raise a clear error when ``domain`` has no real environment (``--route real``)."""
     if environment_of(domain)[0] is None:
-        found = plugin(domain)
-        note = f" ({found.real_note})" if found is not None and found.real_note else ""
+        found = plugin_of(domain)
+        note = f" ({found.real_note})" if found.real_note else ""
         raise AgentWorldError(f"domain {domain!r} has no real environment{note}; "
                               "use --route auto or --route model")
 

@@ -71,15 +71,13 @@ def check_worlds(config: SynthCheckConfig, folders: list[Path]) -> CheckReport:
     generating); returns it."""
     import asyncio
 
-    from agentworld.endpoints import build_backend
     from agentworld.synth.checks import arun_checks
     from agentworld.synth.report import write_report
 
     limits = CheckThresholds.model_validate({k: getattr(config, k) for k in CheckThresholds.model_fields})
     backend: Any = None
     if config.model is not None:
-        backend = build_backend(config.model, config.model_base_url, config.model_api_key,
-                                corpus=config.model_corpus)
+        backend = config.model_endpoint().backend()
 
     async def run() -> Any:
         from agentworld.models.cache import ResponseCache

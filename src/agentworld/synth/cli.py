@@ -22,7 +22,6 @@ def _envs(config: SynthEnvsConfig) -> None:
     import typer
 
     from agentworld.cli_support import StageProgress
-    from agentworld.endpoints import build_backend
     from agentworld.synth import template  # noqa: F401  (registers the offline generator)
     from agentworld.synth.check_cli import SynthCheckConfig, check_worlds, skipped_note
     from agentworld.synth.envs import Factory, env_name, record_verdicts
@@ -30,8 +29,7 @@ def _envs(config: SynthEnvsConfig) -> None:
     from agentworld.synth.stages import STAGES
 
     seeds = read_seeds(config.seeds, config.limit)
-    backend = build_backend(config.generator_model, config.generator_base_url, config.generator_api_key,
-                            concurrency=config.concurrency)
+    backend = config.generator_endpoint().backend(concurrency=config.concurrency)
     config.out.mkdir(parents=True, exist_ok=True)
     plain = config.progress and not sys.stderr.isatty()
     counts = dict.fromkeys(STAGES, 0)

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import ConfigDict, Field, SecretStr
 
 from agentworld.cli_support import cli_flags
-from agentworld.endpoints import MODEL_KEY_ENV, ModelEndpoint
+from agentworld.endpoints import MODEL_KEY_ENV, Endpoint, ModelEndpoint
 from agentworld.synth.report import CheckThresholds
 
 GENERATOR_KEY_ENV = ("AGENTWORLD_GENERATOR_API_KEY", *MODEL_KEY_ENV)
@@ -62,3 +62,7 @@ class SynthEnvsConfig(ModelEndpoint, CheckThresholds):
         True, description="Write the standard perturbation specs into each environment (controls/*.yaml: "
         "intermittent, pagination, partial, stale), swept by train rollout --sweep-controls."
     )
+
+    def generator_endpoint(self) -> Endpoint:
+        """The generator's :class:`Endpoint`."""
+        return Endpoint(self.generator_model, self.generator_base_url, self.generator_api_key)

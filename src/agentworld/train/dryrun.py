@@ -84,13 +84,14 @@ def dry_run(config: TrainCommon | RLConfig) -> DryRun:
         if config.data is None:
             raise DataError("an RL config needs 'data' (AgentWorldBench JSONL of one-turn samples)",
                             field="data")
+        from agentworld.domains import domain_names
         from agentworld.models.base import backend_names
         from agentworld.schema import read_bench_jsonl
 
         if config.reward != "rule" and config.judge not in backend_names():
             raise DataError(f"unknown judge backend {config.judge!r}; known: {', '.join(backend_names())}",
                             field="judge")
-        rows = list(read_bench_jsonl(_existing(config.data, "data")))
+        rows = list(read_bench_jsonl(_existing(config.data, "data"), known_domains=domain_names()))
         samples = len(rows[:config.max_samples] if config.max_samples is not None else rows)
         kind = "rl"
     else:

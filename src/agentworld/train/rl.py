@@ -185,9 +185,10 @@ def _load_samples(config: RLConfig, samples: Sequence[BenchSample] | None) -> li
     if samples is None:
         if config.data is None:
             raise ValueError("RLConfig.data is not set and no samples were given")
+        from agentworld.domains import domain_names
         from agentworld.schema import read_bench_jsonl
 
-        samples = list(read_bench_jsonl(config.data))
+        samples = list(read_bench_jsonl(config.data, known_domains=domain_names()))
     out = list(samples)
     return out[:config.max_samples] if config.max_samples is not None else out
 

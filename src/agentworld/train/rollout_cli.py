@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from agentworld.domains import TOOLS_DOMAIN
+from agentworld.endpoints import Endpoint
 from agentworld.errors import DataError
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 from agentworld.models.base import ChatBackend
@@ -31,7 +32,6 @@ from agentworld.train.rollout_jobs import (
     journal_path,
     run_jobs_local,
 )
-from agentworld.train.rollout_ray import EndpointSpec
 
 if TYPE_CHECKING:
     from agentworld.train.cli import RolloutOptions
@@ -41,10 +41,8 @@ def run_rollout_command(options: RolloutOptions) -> None:
     """Run the episodes; write trajectories to ``out`` plus ``.steps.jsonl`` and ``.rl.jsonl`` RL exports."""
     from agentworld.sim.toolfile import load_tools
 
-    agent_endpoint = EndpointSpec(options.agent_model, options.agent_base_url, options.agent_api_key)
-    world_endpoint = EndpointSpec(options.model, options.model_base_url, options.model_api_key,
-                                  tuple(options.model_corpus))
-    agent, world = agent_endpoint.build(), world_endpoint.build()
+    agent_endpoint, world_endpoint = options.agent_endpoint(), options.model_endpoint()
+    agent, world = agent_endpoint.backend(), world_endpoint.backend()
     if options.world is not None:
         _run_world(options, agent, world, agent_endpoint, world_endpoint)
     else:
@@ -62,8 +60,8 @@ def run_rollout_command(options: RolloutOptions) -> None:
         typer.echo(render_stats(stats), err=True)
 
 
-def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend, agent_endpoint: EndpointSpec,
-               world_endpoint: EndpointSpec) -> None:
+def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend, agent_endpoint: Endpoint,
+               world_endpoint: Endpoint) -> None:
     """Episodes on a world folder's tasks: one row (its own controls), or one per controls/*.yaml spec."""
     from agentworld.train.sweep import SweepTask, load_world_tasks, summarize, sweep_jobs
 
@@ -91,7 +89,7 @@ def _run_world(options: RolloutOptions, agent: ChatBackend, world: ChatBackend, 
 
 
 def _run(options: RolloutOptions, jobs: list[EpisodeJob], agent: ChatBackend, world: ChatBackend,
-         agent_endpoint: EndpointSpec, world_endpoint: EndpointSpec) -> list[Episode]:
+         agent_endpoint: Endpoint, world_endpoint: Endpoint) -> list[Episode]:
     """Every job's episode in job order: journaled ones kept (``--resume``), the rest run here or on Ray."""
     journal = RolloutJournal.open(options.out, jobs, resume=options.resume)
     try:

@@ -19,22 +19,19 @@ from __future__ import annotations
 import math
 import socket
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
-
+from agentworld.endpoints import Endpoint
 from agentworld.errors import AgentWorldError
-from agentworld.models.base import ChatBackend
 from agentworld.redact import redact_text
 from agentworld.train.rollout import Episode
 from agentworld.train.rollout_jobs import EpisodeJob, EpisodeRun
 
-__all__ = ["EndpointSpec", "RayRolloutError", "check_address", "connect", "run_jobs_ray"]
+__all__ = ["RayRolloutError", "check_address", "connect", "run_jobs_ray"]
 
 MAX_ERROR_CHARS = 2000
 """How much of an actor's error (on one line: a CLI error is one line) the run's error quotes."""
+
 
 
 class RayRolloutError(AgentWorldError):
@@ -45,27 +42,6 @@ class RayRolloutError(AgentWorldError):
         self.key = key
 
 
-@dataclass(frozen=True)
-class EndpointSpec:
-    """What :func:`~agentworld.endpoints.build_backend` needs to build a backend inside an actor."""
-
-    name: str
-    base_url: str | None = None
-    api_key: SecretStr | None = field(default=None, repr=False)
-    corpus: tuple[Path, ...] = ()
-
-    def build(self, **client: Any) -> ChatBackend:
-        """The backend; ``client`` options (``concurrency`` …) apply to a served endpoint only."""
-        from agentworld.endpoints import build_backend
-
-        backend: ChatBackend = build_backend(self.name, self.base_url, self.api_key,
-                                             corpus=list(self.corpus) or None, **client)
-        return backend
-
-    def secret(self) -> str | None:
-        return self.api_key.get_secret_value() if self.api_key is not None else None
-
-
 class _SessionsActor:
     """Holds the backends; each ``run`` call is one simulator session (``max_concurrency`` at once).
 
@@ -73,10 +49,10 @@ class _SessionsActor:
     ``sessions_per_actor`` is not throttled by the client's default concurrency (16).
     """
 
-    def __init__(self, agent: EndpointSpec, world: EndpointSpec, sessions: int) -> None:
+    def __init__(self, agent: Endpoint, world: Endpoint, sessions: int) -> None:
         client = {"concurrency": max(16, sessions)}
-        self.agent = agent.build(**client)
-        self.world = world.build(**client)
+        self.agent = agent.backend(**client)
+        self.world = world.backend(**client)
 
     async def run(self, run: EpisodeRun) -> str:
         episode = await run(self.agent, self.world)
@@ -136,7 +112,7 @@ def _failure(ray: Any, exc: BaseException, key: str, secrets: list[str | None]) 
     return RayRolloutError(f"{text} (finished episodes are journaled: rerun with --resume to continue)", key)
 
 
-def run_jobs_ray(jobs: Sequence[EpisodeJob], agent: EndpointSpec, world: EndpointSpec, *,
+def run_jobs_ray(jobs: Sequence[EpisodeJob], agent: Endpoint, world: Endpoint, *,
                  address: str = "local", actors: int | None = None, sessions_per_actor: int = 4,
                  window: int | None = None,
                  on_result: Callable[[EpisodeJob, Episode], None] | None = None) -> Iterator[Episode]:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from agentworld.domains import domain_names
 from agentworld.errors import AgentWorldError
 from agentworld.schema import BenchSample, load_samples
 from agentworld.train.rewards import HybridReward, RubricReward, RuleReward, completion_text
@@ -56,7 +57,7 @@ def load_world_model_environment(data: str | Sequence[str], *, reward: Literal["
         raise AgentWorldError("agentworld-sim (mode=world-model): pass data=<AgentWorldBench JSONL file>")
     if reward not in ("rule", "hybrid"):
         raise AgentWorldError(f"agentworld-sim: unknown reward {reward!r} (known: rule, hybrid)")
-    rows = sample_rows(load_samples([Path(p) for p in paths]))
+    rows = sample_rows(load_samples([Path(p) for p in paths], known_domains=domain_names()))
     scorer: RuleReward | HybridReward = RuleReward()
     if reward == "hybrid":
         from agentworld.endpoints import build_backend

@@ -67,7 +67,6 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
     """
     import asyncio
 
-    from agentworld.endpoints import build_backend
     from agentworld.eval.agentpred.runner import run_tasks
     from agentworld.eval.agentpred.summary import summarise
     from agentworld.io import atomic_write_text, dumps, read_journal
@@ -80,9 +79,8 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
 
         backend = imagining_agent(config, tasks)
     else:
-        backend = build_backend(config.agent_name, config.agent_base_url, config.agent_api_key,
-                                concurrency=config.concurrency, max_retries=config.max_retries,
-                                timeout_s=config.timeout_s)
+        backend = config.agent_endpoint().backend(concurrency=config.concurrency,
+                                                  max_retries=config.max_retries, timeout_s=config.timeout_s)
     from agentworld.eval.runfolder import open_typed_run
 
     open_typed_run(config.out, _identity(config, tasks), kind="an agent-predictions")

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentworld.endpoints import AgentEndpoint, ModelEndpoint
+from agentworld.endpoints import AgentEndpoint, Endpoint, ModelEndpoint
 
 FORMAT = "agentworld-agent-predictions/1"
 _RUNTIME: dict[str, Any] = {"runtime": True}
@@ -82,6 +82,10 @@ class AgentPredConfig(AgentEndpoint, ModelEndpoint):
         if self.model is None:
             return self.agent_model or ""
         return f"imagining:{self.model}{'+heldout' * self.keep_heldout}"
+
+    def agent_endpoint(self) -> Endpoint:
+        """The served agent's :class:`Endpoint` (named :attr:`agent_name`)."""
+        return Endpoint(self.agent_name, self.agent_base_url, self.agent_api_key)
 
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` is a run folder an earlier version of this command wrote (see

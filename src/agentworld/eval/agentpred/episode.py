@@ -103,7 +103,7 @@ class TaskRun:
 
     async def _start(self, env: Any) -> str:
         """Show the initial observation and run the setup; returns the last observation shown."""
-        from agentworld.domains.base import plugin
+        from agentworld.domains.base import plugin_of
 
         initial = await asyncio.to_thread(env.initial_observation)
         setup: list[tuple[str, str]] = []
@@ -114,8 +114,7 @@ class TaskRun:
             self._record(action, text, setup[-1][1])
         goal = None if self.task.steps is not None else self.task.goal
         help_text = self.actions.agent_help(_spec(self.task.domain)) if goal is not None else ""
-        found = plugin(self.task.domain)
-        system = system_prompt(found.display if found else self.task.domain, goal, help_text)
+        system = system_prompt(plugin_of(self.task.domain).display, goal, help_text)
         self.messages = [Message(role="system", content=system)]
         return setup[-1][1] if setup else initial
 

@@ -96,15 +96,15 @@ class ImaginingAgent:
 
 def world_prompts(domains: Iterable[str]) -> dict[str, WorldPrompt]:
     """The world-model prompt of each domain, keyed by the display name the agent's prompt shows."""
-    from agentworld.domains.base import plugin
+    from agentworld.domains.base import plugin_of
     from agentworld.domains.hooks import domain_actions
     from agentworld.domains.registry import DOMAINS
 
     out: dict[str, WorldPrompt] = {}
     for domain in domains:
-        found = plugin(domain)
-        out[found.display if found else domain] = WorldPrompt(DOMAINS[domain].system_prompt,
-                                                              domain_actions(domain).initial_in_action)
+        found = plugin_of(domain)
+        out[found.display] = WorldPrompt(DOMAINS[domain].system_prompt,
+                                         domain_actions(found).initial_in_action)
     return out
 
 
@@ -118,13 +118,11 @@ def imagination(config: AgentPredConfig, tasks: list[PredictionTask]) -> ChatBac
     Raises:
         AgentWorldError: an unknown backend, or a domain the world model cannot answer.
     """
-    from agentworld.endpoints import build_backend
 
     domains = sorted({t.domain for t in tasks})
     assert config.model is not None
     if config.model_base_url or config.model != "retrieval":
-        backend: ChatBackend = build_backend(
-            config.model, config.model_base_url, config.model_api_key, corpus=config.model_corpus or None,
+        backend: ChatBackend = config.model_endpoint().backend(
             domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
             timeout_s=config.timeout_s)
         return backend

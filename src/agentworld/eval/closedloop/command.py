@@ -73,24 +73,22 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
     """
     import asyncio
 
-    from agentworld.endpoints import build_backend, secret
+    from agentworld.endpoints import secret
     from agentworld.eval.closedloop.runner import Backends, run_tasks, write_reports
 
     tasks = select_tasks(config)
     client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
                               "timeout_s": config.timeout_s}
     owned: list[Any] = []
-    world = model or build_backend(config.model, config.model_base_url, config.model_api_key,
-                                   corpus=config.model_corpus or None,
-                                   domains=sorted({t.domain for t in tasks}), **client)
+    world = model or config.model_endpoint().backend(domains=sorted({t.domain for t in tasks}), **client)
     owned += [] if model else [world]
     if agent is None and not config.scripted_agent:
         assert config.agent_base_url is not None and config.agent_model is not None
-        agent = build_backend(config.agent_model, config.agent_base_url, config.agent_api_key, **client)
+        agent = config.agent_endpoint().backend(**client)
         owned.append(agent)
     judge = None
     if config.judge_model:
-        judge = build_backend(config.judge_model, config.judge_base_url, config.judge_api_key, **client)
+        judge = config.judge_endpoint().backend(**client)
         owned.append(judge)
     from agentworld.eval.runfolder import open_typed_run
 

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from agentworld.eval.compare.config import ALL_DOMAINS, HEADLINE, METRICS, CompareConfig, Pair
-from agentworld.schema import DOMAIN_NAMES
 
 if TYPE_CHECKING:
     from agentworld.eval.compare.runs import LoadedRun
@@ -134,6 +133,7 @@ def compare(config: CompareConfig) -> Comparison:
         AgentWorldError: fewer than two runs, a folder that is not a run, runs over different data,
             runs sharing no sample, or an unknown ``--baseline``.
     """
+    from agentworld.domains import report_order
     from agentworld.eval.compare.runs import check_same_data, check_same_samples, load_runs, pick_baseline
     from agentworld.eval.compare.stats import paired_bootstrap, stratified_bootstrap
 
@@ -144,7 +144,7 @@ def compare(config: CompareConfig) -> Comparison:
     for run in runs:
         domain_of.update({sid: p.domain for sid, p in run.predictions.items() if sid not in domain_of})
     present = set(domain_of.values())
-    domains = [d for d in DOMAIN_NAMES if d in present] + sorted(present - set(DOMAIN_NAMES))
+    domains = report_order(present)
     ids = {d: sorted(sid for sid, dom in domain_of.items() if dom == d) for d in domains}
     options: dict[str, Any] = {"resamples": config.bootstrap, "confidence": config.confidence,
                                "seed": config.seed}

@@ -20,10 +20,9 @@ from typing import Any
 from agentworld.domains.base import plugins, resolve
 from agentworld.domains.probes import Probe, probe_row, verdict
 from agentworld.domains.registry import load_domains
-from agentworld.endpoints import build_backend
 from agentworld.errors import AgentWorldError, ConfigMismatchError, DataError
 from agentworld.eval.config import align_pool, diff_sections
-from agentworld.eval.infer import predict
+from agentworld.eval.infer import make_backend, predict
 from agentworld.eval.probes.config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
 from agentworld.eval.runfolder import read_records
@@ -32,7 +31,7 @@ from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.models.pool import write_endpoint_stats
 from agentworld.outputs import is_empty
-from agentworld.redact import redact_text, redact_url
+from agentworld.redact import redact_url
 from agentworld.schema import BenchSample, parse_row
 
 RUN_FORMAT = "agentworld-eval-probes/1"
@@ -206,17 +205,7 @@ def _progress(enabled: bool, total: int) -> Any:
 
 
 def _backend(config: ProbesConfig, domains: list[str]) -> ChatBackend:
-    secret = config.model_api_key.get_secret_value() if config.model_api_key else None
-    try:
-        backend: ChatBackend = build_backend(
-            config.model or "", config.model_base_url, config.model_api_key,
-            corpus=config.model_corpus or None,
-            domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
-            timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
-    except (TypeError, ValueError) as exc:
-        text = f"cannot create backend {config.model!r}: {exc}"
-        raise AgentWorldError(redact_text(text, [secret])) from None
-    return backend
+    return make_backend(config.model_endpoint(), config, domains=domains)
 
 
 def run_probes(config: ProbesConfig, *, backend: ChatBackend | None = None) -> dict[str, Any] | None:

@@ -19,7 +19,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from statistics import fmean
 
-from agentworld.domains.base import plugin
+from agentworld.domains import domain_names
+from agentworld.domains.base import plugin_of
 from agentworld.domains.retrieval_keys import retrieval_keys
 from agentworld.domains.rules import Session, clean, rules_for
 from agentworld.eval.rules.scores import frame_only_prediction, score_rules
@@ -44,14 +45,14 @@ def constant_table(domain: str) -> dict[str, str]:
     minus the frame, runtime metadata masked) the corpus gives most often for that kind; ties go to
     the shorter content, then the first recorded. Under ``""``: the same over every kind. Empty when
     the domain ships no corpus."""
-    found = plugin(domain)
-    path = found.data_file(found.corpus) if found else None
+    found = plugin_of(domain)
+    path = found.data_file(found.corpus)
     if path is None:
         return {}
-    rules, _ = rules_for(domain)
+    rules, _ = rules_for(found)
     counts: dict[str, Counter[tuple[str, ...]]] = {}
     first: dict[tuple[str, tuple[str, ...]], str] = {}
-    for row in load_samples([path]):
+    for row in load_samples([path], known_domains=domain_names()):
         truth = clean(row.ground_truth)
         units = rules.units(truth)
         flags = rules.frame(units, Session.of(domain, row))

@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agentworld.domains import report_order
 from agentworld.eval.records import JudgmentRow, RuleRow, as_judgment, as_rule
 from agentworld.eval.rules.baselines import BASELINES, baseline_scores, skill, strongest
-from agentworld.schema import DOMAIN_NAMES, BenchSample
+from agentworld.schema import BenchSample
 
 MIN_CORRELATION_N = 3
 """Fewer judged samples than this give no Spearman coefficient (two points are always ±1)."""
@@ -136,7 +137,7 @@ def rule_tier(samples: Iterable[BenchSample], rules: Iterable[RuleRow | Mapping[
     groups: dict[str, list[tuple[BenchSample, float]]] = defaultdict(list)
     for sid, score in scored.items():
         groups[by_id[sid].domain].append((by_id[sid], score))
-    order = [d for d in DOMAIN_NAMES if d in groups] + sorted(set(groups) - set(DOMAIN_NAMES))
+    order = report_order(groups)
     domains = {d: _line(groups[d], base, rubric) for d in order}
     every = [p for d in order for p in groups[d]]
     return RuleTier(domains=domains, overall=_line(every, base, None))

@@ -31,12 +31,10 @@ def _bible(config: FictionConfig) -> tuple[Bible, list[str], str]:
         return procedural_bible(config.topic, config.seed), [], "procedural"
     if not config.generator_model:
         raise AgentWorldError("--generator-base-url needs --generator-model (the served model's name)")
-    from agentworld.endpoints import build_backend
     from agentworld.models.cache import ResponseCache
     from agentworld.synth.fiction.generate import generate_bible
 
-    backend = build_backend(config.generator_model, config.generator_base_url, config.generator_api_key,
-                            concurrency=config.concurrency)
+    backend = config.generator_endpoint().backend(concurrency=config.concurrency)
     from agentworld.cli_support import StageProgress
 
     cache = ResponseCache(config.out / "generator_cache.jsonl")

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from agentworld.domains import TOOLS_DOMAIN
 from agentworld.domains.search import PLUGIN as SEARCH_PLUGIN
+from agentworld.endpoints import Endpoint
 
 WORLD_DOMAINS = (SEARCH_PLUGIN.name, TOOLS_DOMAIN)
 """The domains a fictional world is made for (their plugins' names)."""
@@ -47,3 +48,7 @@ class FictionConfig(BaseModel):
         if value not in WORLD_DOMAINS:
             raise ValueError(f"expected one of {', '.join(WORLD_DOMAINS)}, got {value!r}")
         return value
+
+    def generator_endpoint(self) -> Endpoint:
+        """The generator's :class:`Endpoint`."""
+        return Endpoint(self.generator_model or "", self.generator_base_url, self.generator_api_key)
