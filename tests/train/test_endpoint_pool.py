@@ -27,7 +27,7 @@ from agentworld.eval.cli import app
 from agentworld.io import read_journal
 from agentworld.models.base import ChatRequest, ChatResult
 from agentworld.models.openai_compat import OpenAIBackend
-from agentworld.models.pool import Endpoint, PoolBackend, choose, render_stats
+from agentworld.models.pool import PoolBackend, PoolMember, choose, render_stats
 from agentworld.redact import redact_url
 from agentworld.schema import Message
 from agentworld.serve.config import HttpServeConfig
@@ -91,7 +91,7 @@ def _pool(members: list[Fake], clock: Clock, **options: Any) -> PoolBackend:
 
 
 def test_choose_prefers_fewest_in_flight_then_fewest_sent_then_untried() -> None:
-    a, b, c = (Endpoint(i, f"u{i}", Fake(f"e{i}")) for i in range(3))
+    a, b, c = (PoolMember(i, f"u{i}", Fake(f"e{i}")) for i in range(3))
     a.outstanding, b.outstanding, c.outstanding = 2, 1, 1
     b.sent, c.sent = 5, 4
     assert choose([a, b, c], set(), 0.0) is c

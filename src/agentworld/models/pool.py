@@ -64,7 +64,7 @@ class DownPeriod:
 
 
 @dataclass
-class Endpoint:
+class PoolMember:
     """One member's load, health and counters (mutated only on the event loop)."""
 
     index: int
@@ -101,7 +101,7 @@ class Endpoint:
         return not self.up and not self.probing and now >= self.retry_at
 
 
-def choose(endpoints: Sequence[Endpoint], tried: set[int], now: float) -> Endpoint:
+def choose(endpoints: Sequence[PoolMember], tried: set[int], now: float) -> PoolMember:
     """The endpoint for the next attempt of a request that already failed on ``tried``.
 
     Healthy endpoints not yet tried come first, then healthy ones; among them the fewest requests in
@@ -142,7 +142,7 @@ class PoolBackend:
         if len(members) < 2:
             raise ValueError("a pool needs at least two endpoints")
         self.name = name
-        self.endpoints = [Endpoint(i, m.base_url, m) for i, m in enumerate(members)]
+        self.endpoints = [PoolMember(i, m.base_url, m) for i, m in enumerate(members)]
         self.max_retries = max_retries
         self.backoff_base_s, self.backoff_max_s = backoff_base_s, backoff_max_s
         self.down_base_s, self.down_max_s = down_base_s, down_max_s
@@ -218,7 +218,7 @@ class PoolBackend:
                 self._probes.add(task)
                 task.add_done_callback(self._probes.discard)
 
-    async def _probe(self, endpoint: Endpoint) -> None:
+    async def _probe(self, endpoint: PoolMember) -> None:
         try:
             alive = await endpoint.backend.probe()
         except Exception:  # a probe that fails in any way means "still down"
