@@ -72,7 +72,7 @@ def test_progress_shows_n_of_total() -> None:
 
 
 def test_stage_progress_is_silent_in_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
 
     with StageProgress(True, 3, ("predict",)) as advance:
         advance("predict")

@@ -325,27 +325,3 @@ def validate_options(config_cls: type[C], values: dict[str, Any]) -> C:
             flag = _flag(config_cls.model_fields[where], where) if where in config_cls.model_fields else where
             problems.append(f"{flag}: {error['msg']}" if flag else error["msg"])
         raise AgentWorldError("; ".join(problems)) from None
-
-
-class StageProgress:
-    """A rich progress bar with n/N and ETA, one line per stage; silent when disabled or not on a terminal."""
-
-    def __init__(self, enabled: bool, total: int, stages: tuple[str, ...]) -> None:
-        from rich.console import Console
-
-        from agentworld.report_style import progress
-
-        console = Console(stderr=True)
-        self.bar = progress(console, disable=not (enabled and console.is_terminal))
-        self.tasks = {stage: self.bar.add_task(stage, total=total) for stage in stages}
-
-    def advance(self, stage: str) -> None:
-        if stage in self.tasks:
-            self.bar.advance(self.tasks[stage])
-
-    def __enter__(self) -> Callable[[str], None]:
-        self.bar.start()
-        return self.advance
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -189,5 +189,27 @@ def progress(console: Console | None = None, *extra: ProgressColumn, disable: bo
                     console=console or Console(stderr=True), disable=disable, transient=transient)
 
 
-__all__ = ["CSS", "FILTER_JS", "MARKER", "Html", "escape", "filter_bar", "html_table", "page", "progress",
-           "text_table"]
+class StageProgress:
+    """A rich progress bar with n/N and ETA, one line per stage; silent when disabled or not on a terminal."""
+
+    def __init__(self, enabled: bool, total: int, stages: tuple[str, ...]) -> None:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        self.bar = progress(console, disable=not (enabled and console.is_terminal))
+        self.tasks = {stage: self.bar.add_task(stage, total=total) for stage in stages}
+
+    def advance(self, stage: str) -> None:
+        if stage in self.tasks:
+            self.bar.advance(self.tasks[stage])
+
+    def __enter__(self) -> Callable[[str], None]:
+        self.bar.start()
+        return self.advance
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+__all__ = ["CSS", "FILTER_JS", "MARKER", "Html", "StageProgress", "escape", "filter_bar", "html_table",
+           "page", "progress", "text_table"]

@@ -135,7 +135,7 @@ def _progress(enabled: bool, total: int, stages: tuple[str, ...]) -> Iterator[Ca
     if not (enabled and sys.stderr.isatty()):
         yield lambda _stage: None
         return
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
 
     with StageProgress(True, total, stages) as advance:
         yield advance

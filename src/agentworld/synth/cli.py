@@ -21,7 +21,7 @@ def _envs(config: SynthEnvsConfig) -> None:
 
     import typer
 
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
     from agentworld.synth import template  # noqa: F401  (registers the offline generator)
     from agentworld.synth.check_cli import SynthCheckConfig, check_worlds, skipped_note
     from agentworld.synth.envs import Factory, env_name, record_verdicts

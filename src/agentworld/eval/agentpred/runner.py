@@ -44,7 +44,7 @@ def _journaled(rows: list[Any]) -> tuple[set[str], dict[str, list[dict[str, Any]
 
 async def run_tasks(config: AgentPredConfig, tasks: list[PredictionTask], backend: ChatBackend) -> list[str]:
     """Run every task not yet closed; returns one line per task that failed."""
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
 
     journal_path = config.out / STEPS_FILE
     closed, prefixes = _journaled(list(read_journal(journal_path)))

@@ -199,7 +199,7 @@ def _progress(enabled: bool, total: int) -> Any:
     """A progress bar on a terminal (as ``eval run``); otherwise nothing, not even rich is imported."""
     if not (enabled and sys.stderr.isatty()):
         return _Quiet()
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
 
     return StageProgress(True, total, ("predict",))
 

@@ -35,7 +35,7 @@ def _bible(config: FictionConfig) -> tuple[Bible, list[str], str]:
     from agentworld.synth.fiction.generate import generate_bible
 
     backend = config.generator_endpoint().backend(concurrency=config.concurrency)
-    from agentworld.cli_support import StageProgress
+    from agentworld.report_style import StageProgress
 
     cache = ResponseCache(config.out / "generator_cache.jsonl")
     try:
