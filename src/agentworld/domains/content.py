@@ -72,13 +72,20 @@ def mask(text: str, kinds: frozenset[str] | None = None) -> Masked:
     >>> mask("4.0K notes.txt in 0.5s", RUNTIME_KINDS).text
     '4.0K notes.txt in <DUR>'
 
-    Cached (the result is frozen): scoring masks the same history lines once per rule, baseline and
-    corrupted prediction, so a corpus check would otherwise run the patterns millions of times.
+    Lines are cached (the result is frozen): scoring masks the same history lines once per rule,
+    baseline and corrupted prediction, so a corpus check would otherwise run the patterns millions of
+    times. Longer texts (whole observations) are masked afresh, so the cache stays small.
     """
+    if len(text) > _CACHED_CHARS:
+        return _mask.__wrapped__(text, kinds)
     return _mask(text, kinds)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+_CACHED_CHARS = 2048
+"""Texts up to this length are cached (at most 32,768 of them: a few MB for typical lines)."""
+
+
+@functools.lru_cache(maxsize=1 << 15)
 def _mask(text: str, kinds: frozenset[str] | None) -> Masked:
     found: list[Token] = []
     for kind, pattern, group in _PATTERNS:
