@@ -45,3 +45,21 @@ def tiny_chat_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder: Path = tmp_path_factory.mktemp("tiny-tokenizer")
     fast.save_pretrained(folder)
     return transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """``agentworld demo`` run once, offline: its ``--out`` folder, the report's path and what it printed.
+
+    It records the held-out scenarios of every real domain (into ``out/data/<domain>_test.jsonl``),
+    simulates and scores them. ``test_demo`` checks the run; ``test_heldout_overlap`` measures the same
+    fresh recordings against the shipped corpora instead of starting every real environment again.
+    """
+    from rich.console import Console
+
+    from agentworld.demo import DemoConfig, run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    console = Console(record=True, width=140)
+    report = run_demo(DemoConfig(out=str(out)), console=console)
+    return out, report, console.export_text()

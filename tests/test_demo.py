@@ -26,13 +26,12 @@ pytestmark = [
 REAL = ("terminal", "mcp", "search", "swe", "web")
 
 
-def test_demo_records_simulates_scores_and_reports_every_real_domain(tmp_path: Path) -> None:
-    config = DemoConfig(out=str(tmp_path / "demo"))
-    console = Console(record=True, width=140)
-    report = run_demo(config, console=console)
-    text = console.export_text()
+def test_demo_records_simulates_scores_and_reports_every_real_domain(
+        demo_run: tuple[Path, Path, str]) -> None:
+    out, report, text = demo_run  # run_demo(DemoConfig(out=...)) with a recording console: conftest.py
+    config = DemoConfig(out=str(out))
     assert report.is_file() and "Rule tier" in text
-    data = tmp_path / "demo" / "data"
+    data = out / "data"
     assert sorted(p.name for p in data.glob("*_test.jsonl")) == sorted(f"{d}_test.jsonl" for d in REAL)
     rows = [r for d in REAL for r in read_journal(data / f"{d}_test.jsonl")]
     heldout = json.loads((Path(str(files("agentworld.domains.terminal"))) / "heldout.json").read_text())

@@ -9,6 +9,7 @@ checked separately for plausibility against the ground truth's.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -70,7 +71,22 @@ def mask(text: str, kinds: frozenset[str] | None = None) -> Masked:
     'root@<HEX>:/app# sleep 1 & echo done at <TS>'
     >>> mask("4.0K notes.txt in 0.5s", RUNTIME_KINDS).text
     '4.0K notes.txt in <DUR>'
+
+    Lines are cached (the result is frozen): scoring masks the same history lines once per rule,
+    baseline and corrupted prediction, so a corpus check would otherwise run the patterns millions of
+    times. Longer texts (whole observations) are masked afresh, so the cache stays small.
     """
+    if len(text) > _CACHED_CHARS:
+        return _mask.__wrapped__(text, kinds)
+    return _mask(text, kinds)
+
+
+_CACHED_CHARS = 2048
+"""Texts up to this length are cached (at most 32,768 of them: a few MB for typical lines)."""
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _mask(text: str, kinds: frozenset[str] | None) -> Masked:
     found: list[Token] = []
     for kind, pattern, group in _PATTERNS:
         if kinds is not None and kind not in kinds:

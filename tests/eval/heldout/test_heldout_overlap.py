@@ -1,8 +1,9 @@
 """Held-out scenarios do not leak into the shipped corpora: not by scenario, and (almost) not by content.
 
-The held-out side is a fresh recording of each domain's held-out scenarios, made here with the
-domain's own recorder (what ``agentworld demo`` records): 3-16 s per domain, so a changed scenario or
-environment is always measured as it is today, never through a stale shipped copy.
+The held-out side is a fresh recording of each domain's held-out scenarios, made in this test session
+with the domain's own recorder by ``agentworld demo`` (the ``demo_run`` fixture, shared with
+``test_demo``): 3-16 s per domain, so a changed scenario or environment is always measured as it is
+today, never through a stale shipped copy.
 
 Threshold (``MAX_SHARED``, 10% of the held-out turns): what is shared legitimately is a state every
 session of the environment reaches — measured: terminal 2 of 52 turns (``echo $?`` printing ``1``,
@@ -21,9 +22,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
-from agentworld.demo import record_domain
 from agentworld.domains.base import DomainPlugin, plugin
 from agentworld.domains.heldout import heldout_names
 from agentworld.eval.heldout.overlap import pair_overlap
@@ -56,12 +55,13 @@ def test_no_corpus_trajectory_is_a_heldout_scenario(domain: str) -> None:
 @pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("tmux") is None,
                     reason="needs bubblewrap and tmux (run ./install.sh)")
 @pytest.mark.parametrize("domain", REAL)
-def test_heldout_recordings_share_few_pairs_with_the_corpus(domain: str, tmp_path: Path) -> None:
+def test_heldout_recordings_share_few_pairs_with_the_corpus(domain: str,
+                                                           demo_run: tuple[Path, Path, str]) -> None:
     found = _plugin(domain)
-    recording = tmp_path / f"{domain}_test.jsonl"
-    console = Console(record=True, width=200)
-    if not record_domain(found, recording, 0, console):
-        pytest.skip(f"{domain}: its real environment is not installed: {console.export_text().strip()}")
+    out, _, printed = demo_run  # the demo's fresh recordings (record_domain, seed 0): conftest.py
+    recording = out / "data" / f"{domain}_test.jsonl"
+    if not (recording.is_file() and recording.read_text(encoding="utf-8").strip()):
+        pytest.skip(f"{domain}: its real environment is not installed: {printed.strip()}")
     heldout = load_samples([recording])
     assert {r.trajectory for r in recordings_of(heldout)} == heldout_names(found), "every scenario recorded"
     overlap = pair_overlap(heldout, load_samples([found.data_file(found.corpus) or ""]))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentworld.domains.content import check_metadata, mask
+from agentworld.domains.content import RUNTIME_KINDS, check_metadata, mask
 from agentworld.domains.rules import GENERIC, rules_for
 from agentworld.domains.terminal.commands import written_files
 from agentworld.eval.rules.scores import score_rules
@@ -263,3 +263,14 @@ def test_a_turn_without_output_is_scored_on_printing_nothing_and_its_frame() -> 
     empty = score_rules("terminal", "", cd.ground_truth, cd)
     assert chatty.overall == 0 and empty.overall == 0 and 0 < stale.overall < 100
     assert not stale.verified and not chatty.verified
+
+
+def test_mask_caches_lines_and_masks_long_texts_the_same_way() -> None:
+    line = "pid 4242 started at 12:00:01 in 0.5s"
+    assert mask(line).text == "pid <PID> started at <TS> in <DUR>"
+    assert mask(line) is mask(line)  # cached: a corpus check masks each history line many times
+    assert mask(line, RUNTIME_KINDS) is mask(line, RUNTIME_KINDS) and mask(line, frozenset({"TS"})).text \
+        == "pid 4242 started at <TS> in 0.5s"  # the kinds are part of the key
+    long = "\n".join([line] * 100)  # past the cached length: masked afresh, the same way
+    assert mask(long) is not mask(long)
+    assert mask(long).text == "\n".join([mask(line).text] * 100) and len(mask(long).tokens) == 300
