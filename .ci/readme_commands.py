@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +32,11 @@ def main(argv: list[str]) -> int:
         print(f"+ {command.strip()}", flush=True)
         if "--print" in argv:
             continue
+        started = time.monotonic()
         code = subprocess.run(["bash", "-e", "-c", command], cwd=ROOT, check=False).returncode
+        print(f"readme_commands: `{command.strip()}` exited {code} after {time.monotonic() - started:.0f} s",
+              flush=True)
         if code:
-            print(f"readme_commands: `{command.strip()}` exited {code}", file=sys.stderr)
             return code
     return 0
 
