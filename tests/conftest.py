@@ -1,4 +1,7 @@
-"""Shared fixtures. Models cannot be downloaded here, so a tiny chat tokenizer is built in place."""
+"""Shared fixtures, and the hooks that skip a test needing an extra the install lacks (``extras_needed``).
+
+Models cannot be downloaded here, so a tiny chat tokenizer is built in place.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from extras_needed import (  # noqa: F401  (hooks: pytest takes them from this module)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"

@@ -8,7 +8,6 @@ group, a hidden alias, a required option, a field of a nested config.
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -124,10 +123,7 @@ def test_type_names_read_as_written() -> None:
     assert type_name(Example.model_fields["b"].annotation) == "list[Path] | None"
 
 
-NO_DOCS_EXTRA = importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None
-
-
-@pytest.mark.skipif(NO_DOCS_EXTRA, reason="needs the docs extra (pip install -e '.[docs]')")
+@pytest.mark.extra("docs")
 def test_the_site_builds_strict(tmp_path: Path) -> None:
     """Every link and anchor resolves, and the hook puts both generated pages into the site."""
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or "mkdocs"

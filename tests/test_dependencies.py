@@ -7,12 +7,16 @@ an import at module level must be a base dependency (or the extra the module bel
 inside a function (the project's way to keep an extra optional) must be declared in the base or some
 extra. ``.ci/check_imports.py`` checks the same for real in a fresh venv with only the base
 dependencies. Also: typer's private click lives behind one shim whose minimum typer is pyproject's.
+
+The verdict must not depend on what is installed: an import name is mapped to its distribution by a
+table (``extras_needed.IMPORT_NAMES``), not by asking the installed packages, which on the README's
+install (no train extra) turned ``llama_cpp`` into ``llama-cpp`` and failed. Where a package is
+installed, its metadata checks the table instead.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
 import importlib.metadata
 import re
 import sys
@@ -22,6 +26,7 @@ from pathlib import Path
 import typer
 
 from agentworld.cli_click import MIN_TYPER
+from extras_needed import IMPORT_NAMES, declared, distribution_of, norm
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "agentworld"
@@ -33,31 +38,6 @@ NOT_FROM_PYPI = {
     "vllm": "the vllm backend's own install (GPU builds); models/vllm_backend.py says so when it is missing",
 }
 """Imports no extra declares, and why: each is imported only inside the module that needs it."""
-IMPORT_NAMES = {"yaml": "pyyaml", "re2": "google-re2", "browsergym": "browsergym-core"}
-"""Import name → distribution, for packages that may not be installed where the test runs."""
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _declared() -> tuple[set[str], dict[str, set[str]]]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-
-    def names(specs: list[str]) -> set[str]:
-        return {_norm(re.match(r"[A-Za-z0-9._-]+", s).group()) for s in specs}  # type: ignore[union-attr]
-
-    return names(project["dependencies"]), {k: names(v) for k, v in project["optional-dependencies"].items()}
-
-
-@functools.cache
-def _installed() -> dict[str, list[str]]:
-    return dict(importlib.metadata.packages_distributions())  # slow: read once
-
-
-def _distribution(top: str) -> str:
-    installed = _installed().get(top)
-    return _norm(installed[0] if installed else IMPORT_NAMES.get(top, top))
 
 
 def _imports(tree: ast.Module) -> list[tuple[str, int, bool]]:
@@ -83,24 +63,47 @@ def _imports(tree: ast.Module) -> list[tuple[str, int, bool]]:
     return found
 
 
-def test_every_third_party_import_is_declared_where_its_module_needs_it() -> None:
-    base, extras = _declared()
-    every_extra = set().union(*extras.values())
-    wrong = []
+def _third_party_imports() -> list[tuple[str, str, int, bool]]:
+    """``(path under src/agentworld, top-level name, line, at module level)`` of each import from PyPI."""
+    found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
         for top, line, module_level in _imports(ast.parse(path.read_text())):
             if top in sys.stdlib_module_names or top in ("agentworld", "__future__") or top in NOT_FROM_PYPI:
                 continue
-            dist = _distribution(top)
-            if module_level:
-                ok = dist in base or dist in extras.get(MODULE_EXTRA.get(rel, ""), set())
-            else:
-                ok = dist in base or dist in every_extra
-            if not ok:
-                where = "base dependencies" if module_level else "base dependencies or an extra"
-                wrong.append(f"src/agentworld/{rel}:{line} imports {top} ({dist}): not in the {where}")
+            found.append((rel, top, line, module_level))
+    return found
+
+
+def test_every_third_party_import_is_declared_where_its_module_needs_it() -> None:
+    base, extras = declared()
+    every_extra = set().union(*extras.values())
+    wrong = []
+    for rel, top, line, module_level in _third_party_imports():
+        dist = distribution_of(top)
+        if module_level:
+            ok = dist in base or dist in extras.get(MODULE_EXTRA.get(rel, ""), set())
+        else:
+            ok = dist in base or dist in every_extra
+        if not ok:
+            where = "base dependencies" if module_level else "base dependencies or an extra"
+            wrong.append(f"src/agentworld/{rel}:{line} imports {top} ({dist}): not in the {where}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_import_names_map_to_the_distributions_installed_under_them() -> None:
+    """Where a package is installed (every extra is, in CI's second run) its metadata must agree with the
+    static mapping, so an import whose distribution is named otherwise cannot pass unnoticed."""
+    installed = importlib.metadata.packages_distributions()
+    wrong = []
+    for top in sorted({top for _, top, _, _ in _third_party_imports()}):
+        names = {norm(name) for name in installed.get(top, [])}
+        if names and distribution_of(top) not in names:
+            wrong.append(f"import {top} comes from {sorted(names)}, mapped to {distribution_of(top)}: "
+                         "add it to extras_needed.IMPORT_NAMES")
+    assert not wrong, "\n".join(wrong)
+    assert distribution_of("llama_cpp.server") == "llama-cpp-python"  # installed or not
+    assert set(IMPORT_NAMES.values()) <= set().union(declared()[0], *declared()[1].values())
 
 
 def test_the_checker_sees_module_level_and_lazy_imports() -> None:

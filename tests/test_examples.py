@@ -3,7 +3,6 @@ as documented."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -62,7 +61,7 @@ def test_http_client() -> None:
     assert "'closed': True" in out
 
 
-@pytest.mark.skipif(importlib.util.find_spec("gymnasium") is None, reason="needs gymnasium (agentworld[gym])")
+@pytest.mark.extra("gym")
 def test_gym_env() -> None:
     out = run_example("gym_env.py")
     assert "reset: 'root@" in out

@@ -3,6 +3,7 @@ exist; the README stays a short entry page whose command map names every command
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -67,6 +68,22 @@ def test_readme_is_short_and_keeps_the_quick_start() -> None:
     assert len(text.splitlines()) <= 300
     assert "```bash\nbash install.sh && .venv/bin/agentworld demo\n```" in text  # CI and the tests run these
     assert "```bash\n.venv/bin/pytest -q\n```" in text
+
+
+def test_ci_runs_the_quick_start_commands_as_the_readme_writes_them_before_any_extra() -> None:
+    """``.ci/run`` takes the install and the test command from the README, never a copy of them."""
+    spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    install, tests = module.quick_start(README.read_text(encoding="utf-8"))
+    assert install.startswith("bash install.sh") and "--" not in install  # no extra: what a newcomer gets
+    assert tests.strip().startswith(".venv/bin/pytest")
+    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and line[0] != "#"]
+    readme = steps.index("python3 .ci/readme_commands.py")
+    assert not [line for line in steps[:readme] if "install" in line or "pytest" in line]
+    assert steps[-1] == ".venv/bin/python .ci/extra_tests.py"
+    assert not [line for line in steps if "pytest" in line], "CI's tests are the README's and the extras'"
 
 
 def test_the_readme_command_map_names_every_command() -> None:

