@@ -72,12 +72,15 @@ class OpenAIBackend:
         extra_body: extra JSON fields for every request (e.g. ``chat_template_kwargs``).
         max_tokens: ``max_tokens`` of a request that sets none (a server's own default may be small:
             a thinking model needs 16,384 or more).
+        max_response_bytes: the most bytes read of one answer; a longer one stops the caller with a
+            :class:`~agentworld.http_limits.ResponseTooLargeError` (None: ``$AGENTWORLD_MAX_RESPONSE_BYTES``
+            or 32 MiB).
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
                  max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
                  backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, max_response_bytes: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
@@ -100,7 +103,7 @@ class OpenAIBackend:
         self._rng = random.Random()
         self._http = AioTransport(
             clean_url.rstrip("/") + "/", params=query, auth=auth, timeout_s=timeout_s,
-            connections=concurrency + 8,
+            connections=concurrency + 8, max_response_bytes=max_response_bytes,
             headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
                      "Accept": "application/json"})
 
@@ -329,7 +332,7 @@ def _short(text: str, limit: int = 300) -> str:
 def _openai(base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
             max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
             backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
-            max_tokens: int | None = None) -> OpenAIBackend:
+            max_tokens: int | None = None, max_response_bytes: int | None = None) -> OpenAIBackend:
     return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency, max_retries=max_retries,
                          timeout_s=timeout_s, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
-                         extra_body=extra_body, max_tokens=max_tokens)
+                         extra_body=extra_body, max_tokens=max_tokens, max_response_bytes=max_response_bytes)
