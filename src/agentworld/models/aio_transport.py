@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentworld import http_limits
+from agentworld.errors import one_line
 
 
 class TransportFailure(Exception):
@@ -124,7 +125,7 @@ class AioTransport:
         except (TimeoutError, aiohttp.ServerTimeoutError):
             raise TransportFailure("timeout", f"timed out after {timeout_s or self.timeout_s}s") from None
         except aiohttp.ClientError as exc:
-            raise TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+            raise TransportFailure("connection", one_line(f"{type(exc).__name__}: {exc}")) from None
 
     def __del__(self) -> None:
         # A backend dropped without ``aclose`` (or after its loop ended) must not make aiohttp print

@@ -15,13 +15,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from agentworld.errors import one_line
 from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """``text`` on one line (a loader's message may span many) and at most ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
 class BatchingBackend:

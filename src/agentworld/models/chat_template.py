@@ -22,9 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentworld.errors import BackendError
+from agentworld.errors import BackendError, one_line
 from agentworld.models.base import ModelLoadError
-from agentworld.models.batching import one_line
 
 Render = Callable[[list[dict[str, str]]], str]
 """Renders a message list to the prompt text (raises whatever the template raises)."""

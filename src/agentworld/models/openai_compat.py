@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import orjson
 
-from agentworld.errors import BackendError
+from agentworld.errors import BackendError, one_line
 from agentworld.models.aio_transport import AioTransport, TransportFailure
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.parsing import split_thinking
@@ -325,7 +325,8 @@ def _error_message(response: Any) -> str:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+    """A server's words for an error message: one line, at most ``limit`` characters."""
+    return one_line(text, limit)
 
 
 @register_backend("openai")

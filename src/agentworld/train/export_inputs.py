@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld.errors import AgentWorldError
-from agentworld.models.batching import one_line
+from agentworld.errors import AgentWorldError, one_line
 
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 """The files a LoRA adapter folder keeps its weights in (PEFT's names)."""
