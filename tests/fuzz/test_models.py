@@ -232,6 +232,9 @@ def hostile_folder(draw: st.DrawFn, files: dict[str, bytes]) -> tuple[str, dict[
         out["model.safetensors"] = whole
     if draw(st.booleans()):
         out["tokenizer.json"] = draw(st.binary(max_size=100))
+    if draw(st.integers(0, 3)) == 0:  # the prompt view a trained model carries
+        out["agentworld_view.json"] = draw(st.one_of(st.binary(max_size=100), _json.map(
+            lambda doc: json.dumps(doc).encode())))
     return f"config {how}, weights {weights}", out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,3 +170,32 @@ def test_an_error_body_is_capped_too(tmp_path: Path) -> None:
     with hostile_server({"POST /v1/chat/completions": error}) as (url, _):
         outcome = _eval_run(url, tmp_path, "--max-response-bytes", "100000")
     one_line(outcome, "larger than 100,000 bytes")
+
+
+WRONG_TYPES = [{"finish_reason": []}, {"model": {"a": 1}}, {"usage": {"prompt_tokens": 10 ** 30}},
+               {"usage": {"completion_tokens": "many"}}, {"id": [1]}]
+
+
+@pytest.mark.parametrize("fields", WRONG_TYPES)
+def test_fields_of_the_wrong_type_count_as_absent(fields: dict[str, Any]) -> None:
+    """Found by the fuzz suite: a ``finish_reason`` list escaped as a pydantic ValidationError."""
+    body: dict[str, Any] = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+    if "finish_reason" in fields:
+        body["choices"][0]["finish_reason"] = fields["finish_reason"]
+    else:
+        body.update(fields)
+
+    async def ask(url: str) -> Any:
+        backend = OpenAIBackend(url + "/v1", "m", max_retries=0)
+        try:
+            return await backend.complete(ChatRequest(messages=(Message(role="user", content="hi"),)))
+        finally:
+            await backend.aclose()
+
+    with hostile_server({"POST /v1/chat/completions": json_answer(body)}) as (url, _):
+        result = asyncio.run(ask(url))
+    assert (result.content, result.model) == ("ok", "m")
+    assert result.finish_reason == (None if "finish_reason" in fields else "stop")
+    assert result.usage.prompt_tokens in (0, 3) and result.usage.completion_tokens in (0, 1)
+    assert result.meta["id"] is None

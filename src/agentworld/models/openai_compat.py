@@ -209,7 +209,11 @@ class OpenAIBackend:
         return data
 
     def _result(self, response: dict[str, Any], latency: float, attempts: int) -> ChatResult:
-        """A chat-completion JSON object as a :class:`ChatResult`, reasoning separated from the answer."""
+        """A chat-completion JSON object as a :class:`ChatResult`, reasoning separated from the answer.
+
+        Every field is the server's word, so each is taken only in the type it should have (a
+        ``finish_reason`` list, a ``model`` object or a token count of ``1e30`` would fail the record
+        or the journal it is written to): anything else counts as absent."""
         choices = response.get("choices") or []
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise BackendError(f"{self.name}: response has no choices", retryable=False)
@@ -218,17 +222,18 @@ class OpenAIBackend:
         content, reasoning = extract_reasoning(message if isinstance(message, dict) else {})
         usage = response.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        finish, model, answer_id = choice.get("finish_reason"), response.get("model"), response.get("id")
         return ChatResult(
             content=content,
             reasoning=reasoning,
-            finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=usage.get("prompt_tokens") or 0,
-                        completion_tokens=usage.get("completion_tokens") or 0),
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=Usage(prompt_tokens=_count(usage.get("prompt_tokens")),
+                        completion_tokens=_count(usage.get("completion_tokens"))),
             latency_s=latency,
-            model=response.get("model") or self.model,
+            model=model if isinstance(model, str) and model else self.model,
             source=self.name,
             attempts=attempts,
-            meta={"id": response.get("id")},
+            meta={"id": answer_id if isinstance(answer_id, str) else None},
         )
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -322,6 +327,11 @@ def _error_message(response: Any) -> str:
     if isinstance(error, str):
         return error
     return response.text.strip() or response.reason_phrase
+
+
+def _count(value: Any) -> int:
+    """A token count from a server: a whole number in 0 .. 2**63 - 1 (what JSON writers can store), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63 else 0
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld.domains.prompt_view import VIEW_FILE, read_view
+from agentworld.domains.prompt_view import VIEW_FILE, PromptView, read_view
 from agentworld.errors import AgentWorldError, BackendError
 from agentworld.models import chat_template
 from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError, Usage, register_backend
@@ -148,9 +148,7 @@ class TransformersBackend(BatchingBackend):
         self._stop_ids: list[int] = []
         self.system_role = True
         """Whether the chat template renders a system message (else it is folded into the user turn)."""
-        view_file = self.path / VIEW_FILE if self.path.is_dir() else None
-        self.view = read_view(view_file.read_text(encoding="utf-8")) \
-            if view_file is not None and view_file.is_file() else None
+        self.view: PromptView | None = None
         """The prompt view the model was trained on (its folder's view file), applied to every request."""
         self.start_loading(self._load)
 
@@ -167,6 +165,9 @@ class TransformersBackend(BatchingBackend):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         from agentworld.models.packaged import hf_source
 
+        view_file = self.path / VIEW_FILE if self.path.is_dir() else None
+        if view_file is not None and view_file.is_file():
+            self.view = read_view(view_file.read_text(encoding="utf-8"))
         source, options = hf_source(self.path)  # local files only; a GGUF file is dequantized to float32
         tokenizer = transformers.AutoTokenizer.from_pretrained(source, **options)
         if not getattr(tokenizer, "chat_template", None):
