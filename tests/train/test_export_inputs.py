@@ -142,3 +142,14 @@ def test_an_export_writes_both_and_replaces_its_own_earlier_one(tmp_path: Path, 
         assert llm.tokenize(b"hi", add_bos=False)
     finally:
         llm.close()
+
+
+def test_a_broken_view_file_is_refused_in_one_line(tmp_path: Path, trained: Path) -> None:
+    """Found by the fuzz suite: a view file that was not UTF-8 escaped as a UnicodeDecodeError."""
+    folder = _copy(trained, tmp_path / "viewed")
+    (folder / "agentworld_view.json").write_bytes(b"\x80\x81 not a view")
+    outcome, _ = export(tmp_path, folder, trained.parent / "base.gguf")
+    refused(outcome, tmp_path, "agentworld_view.json", "UnicodeDecodeError")
+    (folder / "agentworld_view.json").write_text('{"system": 5}')
+    outcome, _ = export(tmp_path, folder, trained.parent / "base.gguf")
+    refused(outcome, tmp_path, "agentworld_view.json (not a prompt view)")

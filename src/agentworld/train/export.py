@@ -217,11 +217,10 @@ def export(model_dir: str | Path, base: str | Path, out_dir: str | Path,
 
     check_quant(quant)
     source = export_inputs.model_source(model_dir)
+    view = export_inputs.view_text(source)
     reader = export_inputs.base_reader(base)
     model = export_inputs.merged_model(source)
     tokenizer = export_inputs.tokenizer(source)
-    view_file = source.path / VIEW_FILE if source.path.is_dir() else None
-    view = view_file.read_text(encoding="utf-8").strip() if view_file and view_file.is_file() else None
     out_dir = Path(out_dir)
     merged, staged = out_dir / "merged", out_dir / f".merged.tmp-{os.getpid()}"
     made = not out_dir.exists()

@@ -118,6 +118,22 @@ def merged_model(source: ModelSource) -> Any:
         model, str(source.path), local_files_only=True).merge_and_unload())
 
 
+def view_text(source: ModelSource) -> str | None:
+    """The prompt view the model was trained on (its folder's view file, checked), or None.
+
+    Raises:
+        AgentWorldError: a view file that is not a prompt view.
+    """
+    from agentworld.domains.prompt_view import VIEW_FILE, read_view
+
+    path = source.path / VIEW_FILE
+    if not source.path.is_dir() or not path.is_file():
+        return None
+    text = _loading(f"--model {path}", lambda: path.read_bytes().decode("utf-8").strip())
+    _loading(f"--model {path} (not a prompt view)", lambda: read_view(text))
+    return text or None
+
+
 def tokenizer(source: ModelSource) -> Any:
     """The tokenizer saved with the model (an adapter folder's own), from this machine only."""
     from transformers import AutoTokenizer
