@@ -56,8 +56,9 @@ def model_source(model_dir: str | Path) -> ModelSource:
 
 
 def base_reader(base: str | Path) -> Any:
-    """The ``--base`` GGUF file, read whole by the ``gguf`` package (so a truncated or crafted one is
-    refused here, not after the merged weights were written); its architecture must be llama.
+    """The ``--base`` GGUF file, read whole by the ``gguf`` package, every metadata value decoded (so a
+    truncated or crafted one is refused here, not after the merged weights were written); its
+    architecture must be llama.
 
     Raises:
         AgentWorldError: missing, not GGUF, unreadable, or another architecture.
@@ -69,8 +70,8 @@ def base_reader(base: str | Path) -> Any:
     path = gguf_file(base)
     try:
         reader = gguf.GGUFReader(str(path))
-        field = reader.fields.get(gguf.Keys.General.ARCHITECTURE)
-        arch = field.contents() if field is not None else None
+        values = {field.name: field.contents() for field in reader.fields.values()}  # each one decodes
+        arch = values.get(gguf.Keys.General.ARCHITECTURE)
     except Exception as exc:  # numpy and struct errors of a file cut short or made up
         raise AgentWorldError(f"--base {path}: not a readable GGUF file ({type(exc).__name__}: "
                               f"{one_line(str(exc), 200)}); a truncated or damaged file?") from None
