@@ -216,3 +216,15 @@ def test_eval_run_with_an_unloadable_folder_is_one_line_before_any_sample(tmp_pa
     weights.write_bytes(weights.read_bytes()[:1000])
     outcome, hits = eval_run(tmp_path, f"transformers:{folder}")
     refused(outcome, hits, tmp_path, f"transformers:{folder}: cannot load the model")
+
+
+def test_a_tokenizer_template_refusing_the_system_role_is_folded_too(tmp_path: Path,
+                                                                   tiny_folder: Path) -> None:
+    from agentworld.endpoints import build_backend
+
+    folder = _copy(tiny_folder, tmp_path / "m")
+    (folder / "chat_template.jinja").write_text(NO_SYSTEM)
+    backend = build_backend(f"transformers:{folder}", concurrency=1)
+    assert backend.system_role is False
+    answer = _ask(backend, Message(role="system", content="Be brief."), Message(role="user", content="ls"))
+    assert answer.usage.completion_tokens > 0
