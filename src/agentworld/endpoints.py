@@ -140,6 +140,15 @@ class OptimizerEndpoint(BaseModel):
         return Endpoint(self.optimizer_model, self.optimizer_base_url, self.optimizer_api_key)
 
 
+def max_response_field() -> Any:
+    """The ``max_response_bytes`` field of a command's HTTP clients (one name and help text for every
+    command that has the flag; commands without it take ``$AGENTWORLD_MAX_RESPONSE_BYTES``, see
+    :mod:`agentworld.http_limits`)."""
+    from agentworld.http_limits import MAX_RESPONSE_HELP
+
+    return Field(None, ge=1, description=MAX_RESPONSE_HELP, json_schema_extra={"runtime": True})
+
+
 def base_urls(value: str | list[str] | tuple[str, ...]) -> list[str]:
     """The endpoint URLs in ``--model-base-url`` values: each may be a URL, a comma-separated list of
     URLs, or ``@FILE`` naming a file with one URL per line (blank lines and ``#`` comments skipped).
@@ -204,11 +213,14 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
         exclude: retrieval only: corpus rows to leave out (a sample's own recording,
             :func:`agentworld.models.retrieval_own.leaving_out`).
         client: options of the OpenAI-compatible client (``concurrency``, ``max_retries``,
-            ``timeout_s``, ``backoff_base_s``); ignored by named backends.
+            ``timeout_s``, ``backoff_base_s``, ``max_response_bytes``); ignored by named backends.
+
+    A model run in this process (``NAME:PATH``) is loaded before this returns: one that cannot load
+    fails here (:class:`~agentworld.models.base.ModelLoadError`), before any request is sent.
 
     Raises:
-        AgentWorldError: an unknown backend name, a corpus given to a backend that takes none, or a
-            domain the backend cannot answer.
+        AgentWorldError: an unknown backend name, a corpus given to a backend that takes none, a
+            domain the backend cannot answer, or a model that cannot load.
     """
     from agentworld.models.base import PATH_BACKENDS, backend_names, create_backend, split_backend_name
 
@@ -238,7 +250,11 @@ def build_backend(name: str, base_url: str | None = None, api_key: SecretStr | s
             raise AgentWorldError(f"--model-corpus applies to the retrieval backend only, not to {name!r}")
         if not path:
             raise AgentWorldError(f"backend {prefix!r} needs a local model folder: {prefix}:PATH")
-        return create_backend(name, **client)
+        backend = create_backend(name, **client)
+        ready = getattr(backend, "ready", None)
+        if ready is not None:  # a model that cannot load fails here, once, before any request
+            ready()
+        return backend
     if name not in known or name == "openai":
         hint = "" if name == "openai" else f"unknown world-model backend {name!r}; "
         raise AgentWorldError(f"{hint}give --model-base-url for a served model, or --model with one of: "

@@ -60,3 +60,11 @@ class DiskFullError(AgentWorldError):
     def __init__(self, path: str | object) -> None:
         self.path = str(path)
         super().__init__(f"disk full writing {self.path}: free space and run the same command to resume")
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` on one line and at most ``limit`` characters, for an error a person reads: what a library
+    or a server says (a loader's report, an HTTP parser's message, an error body) may span many lines,
+    and the CLI shows an error as one red line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
+from agentworld.endpoints import JudgeEndpoint, ModelEndpoint, max_response_field
 
 
 class DoctorConfig(JudgeEndpoint, ModelEndpoint):
@@ -22,6 +22,7 @@ class DoctorConfig(JudgeEndpoint, ModelEndpoint):
     find_max_tokens: bool = Field(True, description="When an answer is cut, ask once more with the budget "
                                   "the context allows, to measure the --max-tokens it needs.")
     timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per request, seconds.")
+    max_response_bytes: int | None = max_response_field()
     json_output: bool = Field(False, description="Print the report as JSON instead of a table.",
                               json_schema_extra={"flags": ["--json"]})
 

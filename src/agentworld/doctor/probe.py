@@ -4,6 +4,8 @@ Why not :class:`~agentworld.models.openai_compat.OpenAIBackend`: the doctor must
 backend hides on purpose — which message field held the reasoning, the exact HTTP status of a
 refusal, ``/v1/models`` and llama.cpp's ``/props`` — and must not retry. It uses the backend's
 transport (aiohttp) and its handling of credentials in URLs, and scrubs the key from every text.
+Its reads are capped like the backend's (:mod:`agentworld.http_limits`): an answer over the cap stops
+the doctor with one line naming the URL, since no finding about such a server can be trusted.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ class Answer:
 class Probe:
     """GET/POST relative to one base URL with the endpoint's key; the key never leaves in a text."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout_s: float) -> None:
+    def __init__(self, base_url: str, api_key: str | None, timeout_s: float,
+                 max_response_bytes: int | None = None) -> None:
         clean, query, auth = split_credentials(base_url)
         self.url = redact_url(base_url)
         key = api_key or "EMPTY"
@@ -57,7 +60,7 @@ class Probe:
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
                    "Accept": "application/json"}
         options: dict[str, Any] = {"headers": headers, "params": query, "auth": auth, "timeout_s": timeout_s,
-                                   "connections": 4}
+                                   "connections": 4, "max_response_bytes": max_response_bytes}
         self._api = AioTransport(clean.rstrip("/") + "/", **options)
         root = clean.rstrip("/").removesuffix("/v1")
         self._root = AioTransport(root + "/", **options)

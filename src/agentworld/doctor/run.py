@@ -27,7 +27,7 @@ async def _endpoint(report: EndpointReport, probe: Probe, key_env: str) -> list[
 async def check_model(url: str, config: DoctorConfig, samples: list[BenchSample]) -> EndpointReport:
     report = EndpointReport("model", redact_url(url), config.model, max_tokens=config.max_tokens)
     key_env = f"--model-api-key or {MODEL_KEY_ENV[0]}"
-    probe = Probe(url, secret(config.model_api_key), config.timeout_s)
+    probe = Probe(url, secret(config.model_api_key), config.timeout_s, config.max_response_bytes)
     try:
         cards = await _endpoint(report, probe, key_env)
         if cards is None:
@@ -50,7 +50,7 @@ async def check_judge(url: str, config: DoctorConfig, sample: BenchSample) -> En
     assert config.judge_model is not None
     report = EndpointReport("judge", redact_url(url), config.judge_model)
     key_env = f"--judge-api-key or {JUDGE_KEY_ENV}"
-    probe = Probe(url, secret(config.judge_api_key), config.timeout_s)
+    probe = Probe(url, secret(config.judge_api_key), config.timeout_s, config.max_response_bytes)
     try:
         if await _endpoint(report, probe, key_env) is not None:
             await judge_verdict(report, probe, sample, config, key_env)

@@ -11,6 +11,11 @@ that completes its answer is relayed, and a session is reported when its client 
 ``DELETE`` or when the proxy stops. Requests without a session (the stateless protocol) are
 recorded as one trajectory per proxy run. Rows of concurrent sessions interleave in the file;
 each row names its trajectory, and the ``recording`` ingest format groups them.
+
+What the recorder keeps of one answer is capped (:func:`agentworld.http_limits.max_response_bytes`,
+``$AGENTWORLD_MAX_RESPONSE_BYTES``): a JSON body or one server-sent event larger than that is still
+relayed to the client, chunk by chunk, but not recorded (with one warning), so a server that
+answers without end cannot grow the proxy's memory; the relay itself holds one chunk at a time.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import httpx
 
 from agentworld.envs.loopback import KEEP_ALIVE_S
 from agentworld.envs.mcp_proxy import RowLayout, SessionRecorder, TrajectorySink, clock, log, rpc_messages
+from agentworld.http_limits import max_response_bytes
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -39,11 +45,19 @@ RESPONSE_HOP_BY_HOP = HOP_BY_HOP - {"content-length"}
 
 
 class SseParser:
-    """Collects the ``data:`` fields of server-sent events into JSON-RPC messages."""
+    """Collects the ``data:`` fields of server-sent events into JSON-RPC messages.
 
-    def __init__(self) -> None:
+    An event (or a line) longer than ``limit`` bytes is dropped whole: what it held so far is let go
+    and the rest of it is skipped up to the blank line that ends it; :attr:`dropped` counts them.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = max_response_bytes(limit)
+        self.dropped = 0
         self._buffer = bytearray()
         self._data: list[bytes] = []
+        self._size = 0
+        self._skipping = False
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         """The messages of every event the chunk completes (an event ends at a blank line)."""
@@ -54,29 +68,55 @@ class SseParser:
             del self._buffer[:end + 1]
             if not line:
                 out.extend(self.end())
-            elif line.startswith(b"data:"):
+            elif line.startswith(b"data:") and not self._skipping:
                 value = line[5:]
                 self._data.append(value[1:] if value.startswith(b" ") else value)
+                self._size += len(value)
+                if self._size > self.limit:
+                    self._drop()
+        if len(self._buffer) > self.limit:  # a line without end
+            self._buffer.clear()
+            self._drop()
         return out
+
+    def _drop(self) -> None:
+        if not self._skipping:
+            self.dropped += 1
+        self._data, self._size, self._skipping = [], 0, True
 
     def end(self) -> list[dict[str, Any]]:
         """Dispatch the pending event (at a blank line or the end of the stream)."""
-        data, self._data = self._data, []
+        data, self._data, self._size = self._data, [], 0
+        if self._skipping:
+            self._skipping = False
+            return []
         return rpc_messages(b"\n".join(data)) if data else []
 
 
 class JsonBody:
-    """Collects a JSON response body; its messages are read at the end."""
+    """Collects a JSON response body, up to ``limit`` bytes; its messages are read at the end.
 
-    def __init__(self) -> None:
+    Past the limit it holds nothing more (:attr:`over` is set): the relay sends what it held
+    (:meth:`take`) and the rest as it comes, and the answer is not recorded.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = max_response_bytes(limit)
+        self.over = False
         self._body = bytearray()
 
     def feed(self, chunk: bytes) -> list[dict[str, Any]]:
         self._body += chunk
+        self.over = len(self._body) > self.limit
         return []
 
+    def take(self) -> bytes:
+        """What was held, let go of."""
+        body, self._body = bytes(self._body), bytearray()
+        return body
+
     def end(self) -> list[dict[str, Any]]:
-        return rpc_messages(bytes(self._body)) if self._body else []
+        return rpc_messages(bytes(self._body)) if self._body and not self.over else []
 
     @property
     def body(self) -> bytes:
@@ -180,9 +220,17 @@ class RecordingProxy:
         parser = _response_parser(response)
         if isinstance(parser, JsonBody):
             # A JSON body has a Content-Length: the client has the answer with its last byte, before
-            # the end of the ASGI body. So the whole body is read and recorded before any of it goes.
+            # the end of the ASGI body. So the whole body is read and recorded before any of it goes
+            # (up to the cap; a larger one is relayed as it comes and not recorded).
             async for chunk in response.aiter_raw():
+                if parser.over:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    continue
                 parser.feed(chunk)
+                if parser.over:
+                    log(f"an answer of {self.url} is larger than {parser.limit:,} bytes: relayed, not "
+                        "recorded")
+                    await send({"type": "http.response.body", "body": parser.take(), "more_body": True})
             await self._record(recorder, parser.end())
             await send({"type": "http.response.body", "body": parser.body, "more_body": False})
             return
@@ -190,6 +238,9 @@ class RecordingProxy:
             await self._record(recorder, parser.feed(chunk) if parser else [])
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await self._record(recorder, parser.end() if parser else [])
+        if parser is not None and parser.dropped:
+            log(f"{parser.dropped} event(s) of an answer of {self.url} were larger than {parser.limit:,} "
+                "bytes: relayed, not recorded")
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _record(self, recorder: SessionRecorder, messages: list[dict[str, Any]]) -> None:

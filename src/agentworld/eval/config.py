@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from agentworld.domains.prompt_view import PromptView
-from agentworld.endpoints import JudgeEndpoint, ModelEndpoint
+from agentworld.endpoints import JudgeEndpoint, ModelEndpoint, max_response_field
 from agentworld.errors import ConfigMismatchError, DataError
 from agentworld.redact import redact_url
 
@@ -43,6 +43,7 @@ class RuntimeFields(BaseModel):
                              json_schema_extra=_RUNTIME)
     timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per request, seconds.",
                              json_schema_extra=_RUNTIME)
+    max_response_bytes: int | None = max_response_field()
     backoff_s: float = Field(0.5, ge=0, description="First retry delay, seconds (doubled per retry).",
                              json_schema_extra=_RUNTIME)
     rules: bool = Field(True, description="Run the deterministic rule tier when it is installed.",

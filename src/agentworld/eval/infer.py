@@ -82,6 +82,8 @@ class ClientSettings(Protocol):
     def timeout_s(self) -> float: ...
     @property
     def backoff_s(self) -> float: ...
+    @property
+    def max_response_bytes(self) -> int | None: ...
 
 
 def make_backend(endpoint: Endpoint, config: ClientSettings,
@@ -96,7 +98,8 @@ def make_backend(endpoint: Endpoint, config: ClientSettings,
     try:
         backend: ChatBackend = endpoint.backend(
             exclude=exclude, domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
-            timeout_s=config.timeout_s, backoff_base_s=config.backoff_s)
+            timeout_s=config.timeout_s, backoff_base_s=config.backoff_s,
+            max_response_bytes=config.max_response_bytes)
     except (TypeError, ValueError) as exc:
         raise AgentWorldError(redact_text(f"cannot create backend {endpoint.model!r}: {exc}",
                                           [endpoint.secret()])) from None

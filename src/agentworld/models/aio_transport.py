@@ -12,6 +12,12 @@ An ``aiohttp.ClientSession`` belongs to the event loop it was made on, while a b
 before any loop runs and may serve several ``asyncio.run`` calls in turn; so the session is made
 on first use and made again when the running loop has changed. aiohttp is imported on first use
 too (it takes longer to import than a command's ``--help`` should).
+
+Every answer is read in chunks and counted (:class:`~agentworld.http_limits.BodyLimit`): past
+``max_response_bytes`` the read stops with a :class:`~agentworld.http_limits.ResponseTooLargeError`
+naming the URL (which holds no credential: :func:`~agentworld.models.openai_compat.split_credentials`
+took them out) and the cap. aiohttp's own limits bound the rest: 128 header lines of at most 8 KiB,
+and decompression in steps (``aiohttp>=3.14.1``), so a compressed answer is counted as it expands.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ import base64
 import contextlib
 from dataclasses import dataclass
 from typing import Any
+
+from agentworld import http_limits
+from agentworld.errors import one_line
 
 
 class TransportFailure(Exception):
@@ -56,10 +65,13 @@ class AioTransport:
         auth: ``(user, password)`` for HTTP Basic auth, or None.
         timeout_s: per-request total timeout; connecting gets at most 30 s of it.
         connections: most connections open at once.
+        max_response_bytes: the most bytes read of one answer; None takes
+            ``$AGENTWORLD_MAX_RESPONSE_BYTES`` or 32 MiB (:func:`agentworld.http_limits.max_response_bytes`).
     """
 
     def __init__(self, base_url: str, *, headers: dict[str, str], params: dict[str, str] | None,
-                 auth: tuple[str, str] | None, timeout_s: float, connections: int) -> None:
+                 auth: tuple[str, str] | None, timeout_s: float, connections: int,
+                 max_response_bytes: int | None = None) -> None:
         self.base_url = base_url
         self.headers = dict(headers)
         if auth is not None:  # Basic auth replaces a bearer token, as in httpx and curl
@@ -68,6 +80,7 @@ class AioTransport:
         self.params = params or None
         self.timeout_s = timeout_s
         self.connections = connections
+        self.max_response_bytes = http_limits.max_response_bytes(max_response_bytes)
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -88,10 +101,11 @@ class AioTransport:
 
     async def request(self, method: str, path: str, *, content: bytes | None = None,
                       timeout_s: float | None = None) -> RawResponse:
-        """Send one request and read the whole answer.
+        """Send one request and read the whole answer, at most :attr:`max_response_bytes` of it.
 
         Raises:
             TransportFailure: timed out, or no answer (refused, reset, closed mid-answer).
+            ResponseTooLargeError: the answer is longer than the cap (declared or as it arrived).
         """
         import aiohttp
 
@@ -103,12 +117,15 @@ class AioTransport:
             options["timeout"] = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 30.0))
         try:
             async with session.request(method, self.base_url + path, **options) as response:
-                body = await response.read()
-                return RawResponse(response.status, response.headers, body, response.reason or "")
+                body = http_limits.BodyLimit(self.base_url + path, self.max_response_bytes)
+                body.declared(response.headers.get("Content-Length"))
+                async for chunk in response.content.iter_any():  # what arrived; at most the stream's buffer
+                    body.add(chunk)
+                return RawResponse(response.status, response.headers, body.bytes(), response.reason or "")
         except (TimeoutError, aiohttp.ServerTimeoutError):
             raise TransportFailure("timeout", f"timed out after {timeout_s or self.timeout_s}s") from None
         except aiohttp.ClientError as exc:
-            raise TransportFailure("connection", f"{type(exc).__name__}: {exc}") from None
+            raise TransportFailure("connection", one_line(f"{type(exc).__name__}: {exc}")) from None
 
     def __del__(self) -> None:
         # A backend dropped without ``aclose`` (or after its loop ended) must not make aiohttp print

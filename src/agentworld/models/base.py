@@ -13,7 +13,18 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentworld.errors import AgentWorldError
 from agentworld.schema import Message
+
+
+class ModelLoadError(AgentWorldError):
+    """A model run in this process cannot load (a missing, truncated or foreign file, a folder that is
+    not a model, a chat template that cannot render, a missing package).
+
+    Not a :class:`~agentworld.errors.BackendError`: no request's failure is recorded for it, the
+    command stops with one line, before any sample is sent (:func:`agentworld.endpoints.build_backend`
+    waits for the load).
+    """
 
 
 class ChatRequest(BaseModel):

@@ -12,19 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from agentworld.models.base import ChatRequest, ChatResult
+from agentworld.errors import one_line
+from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError
 
 
 class BatchingBackend:
     """Base of the in-process backends: subclasses implement :meth:`run_batch` (blocking, in a thread).
+
+    The model loads in the worker thread (:meth:`start_loading`, from the subclass's constructor), so
+    the caller's own start-up overlaps with it; :meth:`ready` waits for it and turns any failure into
+    one :class:`~agentworld.models.base.ModelLoadError`.
 
     Attributes:
         batch_sizes: the size of every batch run so far, in order (shows how well requests batched).
     """
 
     name: str
+    install_hint: str = "bash install.sh --train"
+    """How to install what the backend imports (named when the import fails)."""
 
     def __init__(self, *, max_batch_size: int = 16, batch_wait_s: float = 0.005) -> None:
         if max_batch_size < 1:
@@ -35,6 +43,30 @@ class BatchingBackend:
         self._pending: list[tuple[ChatRequest, asyncio.Future[ChatResult], float]] = []
         self._collector: asyncio.Task[None] | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentworld-model")
+        self._loading: Future[None] | None = None
+
+    def start_loading(self, load: Callable[[], None]) -> None:
+        """Run ``load`` in the worker thread (where every batch runs after it)."""
+        self._loading = self._worker.submit(load)
+
+    def ready(self) -> None:
+        """Wait until the model has loaded.
+
+        Raises:
+            ModelLoadError: it cannot load; the text names the backend, the model and the reason.
+        """
+        if self._loading is None:
+            return
+        try:
+            self._loading.result()
+        except ModelLoadError:
+            raise
+        except ImportError as exc:
+            raise ModelLoadError(f"{self.name}: {exc.name or exc} is not installed ({self.install_hint})") \
+                from None
+        except Exception as exc:  # a loader meeting a foreign file fails in its own ways
+            raise ModelLoadError(f"{self.name}: cannot load the model: {type(exc).__name__}: "
+                                 f"{one_line(str(exc))}") from None
 
     def run_batch(self, requests: list[ChatRequest]) -> list[ChatResult | BaseException]:
         """Answer ``requests`` in one batch, in order (called in the worker thread); a request that

@@ -18,6 +18,11 @@ penalty) switched off.
 A GGUF file exported from a model trained on a prompt view (``agentworld train export``) carries the
 view in its metadata, and every request is asked through it
 (:meth:`~agentworld.domains.prompt_view.PromptView.apply`).
+
+A file that cannot load (truncated, crafted, not GGUF, without a chat template, with a template that
+cannot render a user message: :mod:`agentworld.models.chat_template`) fails the backend's
+construction through :meth:`~agentworld.models.batching.BatchingBackend.ready`, once, before any
+request; a template without a system role gets the system prompt in the first user turn.
 """
 
 from __future__ import annotations
@@ -28,29 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.domains.prompt_view import GGUF_KEY, PromptView, read_view
-from agentworld.errors import AgentWorldError, BackendError
-from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
+from agentworld.errors import BackendError
+from agentworld.models import chat_template
+from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError, Usage, register_backend
 from agentworld.models.batching import BatchingBackend
 from agentworld.models.openai_compat import extract_reasoning
-from agentworld.models.packaged import resolve_model_path
-
-GGUF_MAGIC = b"GGUF"
-
-
-def gguf_file(spec: str | Path) -> Path:
-    """The GGUF file ``spec`` names (a path or a packaged alias), checked by its magic bytes.
-
-    Raises:
-        AgentWorldError: missing, or not a GGUF file.
-    """
-    path = resolve_model_path(spec)
-    if not path.is_file():
-        raise AgentWorldError(f"GGUF model file {path} does not exist (give a .gguf file or the alias "
-                              "smollm2)")
-    with path.open("rb") as handle:
-        if handle.read(4) != GGUF_MAGIC:
-            raise AgentWorldError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
-    return path
+from agentworld.models.packaged import gguf_file
 
 
 def cpu_threads() -> int:
@@ -71,8 +59,11 @@ class LlamaCppBackend(BatchingBackend):
         seed: mixed into the seed of a sampled request that has none.
         max_batch_size: most requests collected together (answered in prefix order, see the module).
 
-    The model loads in the worker thread as soon as the backend is made; the first batch waits for it.
+    The model loads in the worker thread as soon as the backend is made; the first batch waits for it
+    (:meth:`ready`; :func:`~agentworld.endpoints.build_backend` waits at once).
     """
+
+    install_hint = "bash install.sh --train, or pip install 'llama-cpp-python[server]'"
 
     def __init__(self, path: str | Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0,
                  max_batch_size: int = 16, batch_wait_s: float = 0.005) -> None:
@@ -86,9 +77,11 @@ class LlamaCppBackend(BatchingBackend):
         """Requests that reused at least part of the previous prompt's KV cache."""
         self._llm: Any = None
         self._template: Any = None
+        self.system_role = True
+        """Whether the chat template renders a system message (else it is folded into the user turn)."""
         self.view: PromptView | None = None
         """The prompt view stored in the GGUF file (a model trained on one), applied to every request."""
-        self._loading = self._worker.submit(self._load)
+        self.start_loading(self._load)
 
     def __repr__(self) -> str:
         return f"LlamaCppBackend(path={str(self.path)!r}, n_ctx={self.n_ctx}, n_threads={self.n_threads})"
@@ -96,19 +89,43 @@ class LlamaCppBackend(BatchingBackend):
     def _load(self) -> None:
         from llama_cpp import Llama
 
-        self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                          n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
-        self.view = read_view(self._llm.metadata.get(GGUF_KEY))
-
-    def _ready(self) -> None:
         try:
-            self._loading.result()
-        except ImportError as exc:
-            raise BackendError(f"{self.name}: llama-cpp-python is not installed (bash install.sh --train, or "
-                               "pip install 'llama-cpp-python[server]')", retryable=False) from exc
+            self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                              n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+        except ValueError as exc:  # llama.cpp says only "Failed to load model from file"
+            raise ModelLoadError(f"{self.name}: llama.cpp cannot load {self.path} ({exc}): a truncated or "
+                                 "damaged GGUF file, or a model llama.cpp does not know") from None
         except Exception as exc:
-            raise BackendError(f"{self.name}: cannot load the model: {type(exc).__name__}: {exc}",
-                               retryable=False) from exc
+            if type(exc).__module__.startswith("jinja2"):  # llama-cpp-python compiles the template here
+                raise ModelLoadError(f"{self.name}: the model's chat template does not compile: "
+                                     f"{chat_template.problem(exc)}") from None
+            raise
+        try:
+            self.view = read_view(self._llm.metadata.get(GGUF_KEY))
+            self._template = self._formatter()
+            support = chat_template.probe(lambda messages: str(self._template(messages=messages).prompt),
+                                          self.name)
+        except BaseException:
+            self._llm.close()  # here, in its thread: llama-cpp-python's finalizer fails at interpreter exit
+            self._llm = None
+            raise
+        self.system_role = support.system_role
+
+    def _formatter(self) -> Any:
+        """llama-cpp-python's renderer of the file's chat template (a Jinja sandbox, as its server uses)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelLoadError(f"{self.name}: the GGUF file has no chat template (tokenizer.chat_template)")
+        model = self._llm._model
+        try:
+            return Jinja2ChatFormatter(template=template,
+                                       eos_token=model.token_get_text(self._llm.token_eos()),
+                                       bos_token=model.token_get_text(self._llm.token_bos()))
+        except Exception as exc:  # a syntax error, or the sandbox refusing it as it compiles
+            raise ModelLoadError(f"{self.name}: the model's chat template does not compile: "
+                                 f"{chat_template.problem(exc)}") from None
 
     async def aclose(self) -> None:
         """Free the model in the worker thread (llama-cpp-python's own finalizer fails at interpreter exit),
@@ -120,19 +137,18 @@ class LlamaCppBackend(BatchingBackend):
                 self._llm.close()
                 self._llm = None
 
-        if not self._loading.done() or self._loading.exception() is None:
-            await asyncio.get_running_loop().run_in_executor(self._worker, close)
+        await asyncio.get_running_loop().run_in_executor(self._worker, close)
         await super().aclose()
 
     @property
     def context(self) -> int:
         """The loaded context length (after the model resolved ``n_ctx=0``)."""
-        self._ready()
+        self.ready()
         return int(self._llm.n_ctx())
 
     def run_batch(self, requests: list[ChatRequest]) -> list[ChatResult | BaseException]:
         """Answer each request, in the order of their messages (shared prefixes back to back)."""
-        self._ready()
+        self.ready()
         out: list[ChatResult | BaseException] = [BackendError("no result", retryable=False)] * len(requests)
         order = sorted(range(len(requests)),
                        key=lambda i: [(m.role, m.content) for m in requests[i].messages])
@@ -146,8 +162,11 @@ class LlamaCppBackend(BatchingBackend):
     def _one(self, request: ChatRequest) -> ChatResult:
         shown = self.view.apply(request.messages) if self.view else request.messages
         messages = [{"role": m.role, "content": m.content} for m in shown]
+        if not self.system_role:
+            messages = chat_template.fold_system(messages)
         llm = self._llm
-        prompt = llm.tokenize(self._render(messages).encode("utf-8"), add_bos=False, special=True)
+        text = chat_template.render_or_fail(lambda: str(self._template(messages=messages).prompt), self.name)
+        prompt = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         context = int(llm.n_ctx())
         room = context - len(prompt)
         if room < 1:
@@ -178,20 +197,6 @@ class LlamaCppBackend(BatchingBackend):
                                       completion_tokens=int(usage.get("completion_tokens", 0))),
                           latency_s=latency, model=str(self.path), source=self.name,
                           meta={"prefix_tokens_reused": shared})
-
-    def _render(self, messages: list[dict[str, str]]) -> str:
-        """The prompt text the model's chat template makes of ``messages`` (to count its tokens first)."""
-        if self._template is None:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            template = self._llm.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise BackendError(f"{self.name}: the GGUF file has no chat template", retryable=False)
-            model = self._llm._model
-            self._template = Jinja2ChatFormatter(template=template,
-                                                 eos_token=model.token_get_text(self._llm.token_eos()),
-                                                 bos_token=model.token_get_text(self._llm.token_bos()))
-        return str(self._template(messages=messages).prompt)
 
 
 @register_backend("llamacpp")

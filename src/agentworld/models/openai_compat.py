@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import orjson
 
-from agentworld.errors import BackendError
+from agentworld.errors import BackendError, one_line
 from agentworld.models.aio_transport import AioTransport, TransportFailure
 from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
 from agentworld.models.parsing import split_thinking
@@ -72,12 +72,15 @@ class OpenAIBackend:
         extra_body: extra JSON fields for every request (e.g. ``chat_template_kwargs``).
         max_tokens: ``max_tokens`` of a request that sets none (a server's own default may be small:
             a thinking model needs 16,384 or more).
+        max_response_bytes: the most bytes read of one answer; a longer one stops the caller with a
+            :class:`~agentworld.http_limits.ResponseTooLargeError` (None: ``$AGENTWORLD_MAX_RESPONSE_BYTES``
+            or 32 MiB).
     """
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
                  max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
                  backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, max_response_bytes: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
@@ -100,7 +103,7 @@ class OpenAIBackend:
         self._rng = random.Random()
         self._http = AioTransport(
             clean_url.rstrip("/") + "/", params=query, auth=auth, timeout_s=timeout_s,
-            connections=concurrency + 8,
+            connections=concurrency + 8, max_response_bytes=max_response_bytes,
             headers={"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
                      "Accept": "application/json"})
 
@@ -206,7 +209,11 @@ class OpenAIBackend:
         return data
 
     def _result(self, response: dict[str, Any], latency: float, attempts: int) -> ChatResult:
-        """A chat-completion JSON object as a :class:`ChatResult`, reasoning separated from the answer."""
+        """A chat-completion JSON object as a :class:`ChatResult`, reasoning separated from the answer.
+
+        Every field is the server's word, so each is taken only in the type it should have (a
+        ``finish_reason`` list, a ``model`` object or a token count of ``1e30`` would fail the record
+        or the journal it is written to): anything else counts as absent."""
         choices = response.get("choices") or []
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise BackendError(f"{self.name}: response has no choices", retryable=False)
@@ -215,17 +222,18 @@ class OpenAIBackend:
         content, reasoning = extract_reasoning(message if isinstance(message, dict) else {})
         usage = response.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        finish, model, answer_id = choice.get("finish_reason"), response.get("model"), response.get("id")
         return ChatResult(
             content=content,
             reasoning=reasoning,
-            finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=usage.get("prompt_tokens") or 0,
-                        completion_tokens=usage.get("completion_tokens") or 0),
+            finish_reason=finish if isinstance(finish, str) else None,
+            usage=Usage(prompt_tokens=_count(usage.get("prompt_tokens")),
+                        completion_tokens=_count(usage.get("completion_tokens"))),
             latency_s=latency,
-            model=response.get("model") or self.model,
+            model=model if isinstance(model, str) and model else self.model,
             source=self.name,
             attempts=attempts,
-            meta={"id": response.get("id")},
+            meta={"id": answer_id if isinstance(answer_id, str) else None},
         )
 
     # -- helpers ----------------------------------------------------------------------------------
@@ -321,15 +329,21 @@ def _error_message(response: Any) -> str:
     return response.text.strip() or response.reason_phrase
 
 
+def _count(value: Any) -> int:
+    """A token count from a server: a whole number in 0 .. 2**63 - 1 (what JSON writers can store), else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 63 else 0
+
+
 def _short(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+    """A server's words for an error message: one line, at most ``limit`` characters."""
+    return one_line(text, limit)
 
 
 @register_backend("openai")
 def _openai(base_url: str, model: str, *, api_key: str | None = None, concurrency: int = 16,
             max_retries: int = 5, timeout_s: float = 600, backoff_base_s: float = 0.5,
             backoff_max_s: float = 30, extra_body: dict[str, Any] | None = None,
-            max_tokens: int | None = None) -> OpenAIBackend:
+            max_tokens: int | None = None, max_response_bytes: int | None = None) -> OpenAIBackend:
     return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency, max_retries=max_retries,
                          timeout_s=timeout_s, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s,
-                         extra_body=extra_body, max_tokens=max_tokens)
+                         extra_body=extra_body, max_tokens=max_tokens, max_response_bytes=max_response_bytes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agentworld.errors import AgentWorldError
 
@@ -62,20 +63,50 @@ def resolve_model_path(spec: str | Path) -> Path:
 
 
 def is_gguf(path: str | Path) -> bool:
-    """Whether ``path`` names a GGUF file (by suffix; the loaders check the magic bytes)."""
+    """Whether ``path`` names a GGUF file (by suffix; :func:`gguf_file` checks the magic bytes)."""
     return str(path).lower().endswith(".gguf")
 
 
-def hf_source(spec: str | Path) -> tuple[str, dict[str, str]]:
-    """What ``from_pretrained`` takes for ``spec``: ``(folder_or_id, {"gguf_file": name})`` for a GGUF file
-    or an alias (transformers dequantizes it to float32), else ``(spec, {})``.
+GGUF_MAGIC = b"GGUF"
+
+
+def gguf_file(spec: str | Path) -> Path:
+    """The GGUF file ``spec`` names (a path or a packaged alias), checked by its magic bytes.
+
+    Raises:
+        AgentWorldError: missing, not a regular file, unreadable, or not a GGUF file.
+    """
+    path = resolve_model_path(spec)
+    if not path.is_file():
+        what = "is not a regular file" if path.exists() else "does not exist"
+        raise AgentWorldError(f"GGUF model file {path} {what} (give a .gguf file or the alias smollm2)")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise AgentWorldError(f"cannot read the GGUF model file {path}: {exc.strerror or exc}") from None
+    if magic != GGUF_MAGIC:
+        raise AgentWorldError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
+    return path
+
+
+def hf_source(spec: str | Path) -> tuple[str, dict[str, Any]]:
+    """What ``from_pretrained`` takes for ``spec``: ``(folder_or_id, options)``, where the options always
+    hold ``local_files_only=True`` and, for a GGUF file or an alias, ``gguf_file`` (transformers
+    dequantizes it to float32).
+
+    Why ``local_files_only`` everywhere: given a name that is not a folder, transformers asks the
+    Hugging Face Hub for it (a 52 s wait offline, and a request the user never asked for). A model is
+    a folder or a file on this machine, or a hub id already in the local cache; nothing is downloaded.
+
+    Raises:
+        AgentWorldError: a GGUF path that is missing or not a GGUF file.
     """
     path = resolve_model_path(spec)
     if is_gguf(path):
-        if not path.is_file():
-            raise AgentWorldError(f"GGUF model file {path} does not exist")
-        return str(path.parent), {"gguf_file": path.name}
-    return str(spec), {}
+        gguf_file(path)
+        return str(path.parent), {"gguf_file": path.name, "local_files_only": True}
+    return str(spec), {"local_files_only": True}
 
 
 def as_plain_weights(model: object) -> object:

@@ -16,6 +16,12 @@ is the argmax, anything else samples from the row's own generator seeded by the 
 (or, without one, by a hash of the request), so the same request gives the same answer alone or
 batched. Stop tokens are the tokenizer's end-of-sequence and the model's generation config's
 ``eos_token_id`` (a list for chat models); the generation config's sampling defaults are not applied.
+
+Loading reads local files only (``local_files_only``: a name that is no folder never reaches the
+Hugging Face Hub), and a folder that cannot load (a foreign ``config.json``, missing or broken
+weights, a tokenizer without a usable chat template: :mod:`agentworld.models.chat_template`) fails
+the backend's construction once, before any request
+(:meth:`~agentworld.models.batching.BatchingBackend.ready`).
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld.domains.prompt_view import VIEW_FILE, read_view
+from agentworld.domains.prompt_view import VIEW_FILE, PromptView, read_view
 from agentworld.errors import AgentWorldError, BackendError
-from agentworld.models.base import ChatRequest, ChatResult, Usage, register_backend
+from agentworld.models import chat_template
+from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError, Usage, register_backend
 from agentworld.models.batching import BatchingBackend
 from agentworld.models.openai_compat import extract_reasoning
 
@@ -39,13 +46,11 @@ def model_folder(path: str | Path) -> Path:
     Raises:
         AgentWorldError: no such folder or file, or not a model folder.
     """
-    from agentworld.models.packaged import is_gguf, resolve_model_path
+    from agentworld.models.packaged import gguf_file, is_gguf, resolve_model_path
 
     resolved = resolve_model_path(path)
     if is_gguf(resolved):
-        if not resolved.is_file():
-            raise AgentWorldError(f"GGUF model file {resolved} does not exist")
-        return resolved
+        return gguf_file(resolved)
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise AgentWorldError(f"model folder {folder} does not exist (give a local folder saved with "
@@ -124,8 +129,11 @@ class TransformersBackend(BatchingBackend):
         seed: mixed into the seed of a sampled request that has none.
 
     The model loads in the worker thread as soon as the backend is made, so start-up overlaps
-    with the caller's; the first batch waits for it.
+    with the caller's; the first batch waits for it (:meth:`ready`;
+    :func:`~agentworld.endpoints.build_backend` waits at once).
     """
+
+    install_hint = "bash install.sh --train"
 
     def __init__(self, path: str | Path, *, max_batch_size: int = 16, device: str = "auto",
                  dtype: str = "auto", seed: int = 0, batch_wait_s: float = 0.005) -> None:
@@ -138,11 +146,11 @@ class TransformersBackend(BatchingBackend):
         self._model: Any = None
         self._tokenizer: Any = None
         self._stop_ids: list[int] = []
-        view_file = self.path / VIEW_FILE if self.path.is_dir() else None
-        self.view = read_view(view_file.read_text(encoding="utf-8")) \
-            if view_file is not None and view_file.is_file() else None
+        self.system_role = True
+        """Whether the chat template renders a system message (else it is folded into the user turn)."""
+        self.view: PromptView | None = None
         """The prompt view the model was trained on (its folder's view file), applied to every request."""
-        self._loading = self._worker.submit(self._load)
+        self.start_loading(self._load)
 
     def __repr__(self) -> str:
         return f"TransformersBackend(path={str(self.path)!r}, device={self.device!r}, " \
@@ -157,39 +165,36 @@ class TransformersBackend(BatchingBackend):
             device = "cuda" if torch.cuda.is_available() else "cpu"
         from agentworld.models.packaged import hf_source
 
-        source, options = hf_source(self.path)  # a GGUF file is dequantized to float32
-        tokenizer = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True, **options)
+        view_file = self.path / VIEW_FILE if self.path.is_dir() else None
+        if view_file is not None and view_file.is_file():
+            self.view = read_view(view_file.read_text(encoding="utf-8"))
+        source, options = hf_source(self.path)  # local files only; a GGUF file is dequantized to float32
+        tokenizer = transformers.AutoTokenizer.from_pretrained(source, **options)
         if not getattr(tokenizer, "chat_template", None):
-            raise BackendError(f"{self.name}: the tokenizer in {self.path} has no chat template",
-                               retryable=False)
+            raise ModelLoadError(f"{self.name}: the tokenizer in {self.path} has no chat template")
+        support = chat_template.probe(lambda messages: str(tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True)), self.name)
+        self.system_role = support.system_role
         dtype: Any = self.dtype if self.dtype == "auto" else getattr(torch, self.dtype)
-        model: Any = transformers.AutoModelForCausalLM.from_pretrained(source, local_files_only=True,
-                                                                       dtype=dtype, **options)
+        model: Any = transformers.AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **options)
         model.to(device).eval()
         configured = model.generation_config.eos_token_id
         configured = configured if isinstance(configured, list) else [configured]
         stops = [tokenizer.eos_token_id, *configured]
         self._stop_ids = list(dict.fromkeys(int(t) for t in stops if t is not None))
         if not self._stop_ids:
-            raise BackendError(f"{self.name}: neither the tokenizer nor the generation config names an "
-                               "end-of-sequence token", retryable=False)
+            raise ModelLoadError(f"{self.name}: neither the tokenizer nor the generation config names an "
+                                 "end-of-sequence token")
         self._tokenizer, self._model = tokenizer, model
-
-    def _ready(self) -> None:
-        try:
-            self._loading.result()
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise BackendError(f"{self.name}: cannot load the model: {type(exc).__name__}: {exc}",
-                               retryable=False) from exc
 
     def _prompt_ids(self, request: ChatRequest) -> list[int]:
         shown = self.view.apply(request.messages) if self.view else request.messages
         messages = [{"role": m.role, "content": m.content} for m in shown]
+        if not self.system_role:
+            messages = chat_template.fold_system(messages)
         options = request.extra.get("chat_template_kwargs") or {}
-        text = self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                   **options)
+        text = chat_template.render_or_fail(lambda: self._tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **options), self.name)
         return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _row(self, request: ChatRequest, prompt_tokens: int) -> _Row:
@@ -211,7 +216,7 @@ class TransformersBackend(BatchingBackend):
         import torch
         import transformers
 
-        self._ready()
+        self.ready()
         out: list[ChatResult | BaseException | None] = [None] * len(requests)
         prompts: list[tuple[int, list[int], _Row]] = []
         for i, request in enumerate(requests):

@@ -32,6 +32,8 @@ class VLLMBackend(BatchingBackend):
         AgentWorldError: vLLM is not installed, or ``path`` is not a model folder.
     """
 
+    install_hint = "pip install vllm, on a machine with a GPU"
+
     def __init__(self, path: str | Path, *, max_batch_size: int = 256, seed: int = 0,
                  **engine: Any) -> None:
         if importlib.util.find_spec("vllm") is None:
@@ -43,7 +45,7 @@ class VLLMBackend(BatchingBackend):
         self.seed = seed
         self._engine = engine
         self._llm: Any = None
-        self._loading = self._worker.submit(self._load)
+        self.start_loading(self._load)
 
     def _load(self) -> None:
         import vllm
@@ -61,7 +63,7 @@ class VLLMBackend(BatchingBackend):
 
     def run_batch(self, requests: list[ChatRequest]) -> list[ChatResult | BaseException]:
         """One ``LLM.chat`` call for the batch; vLLM schedules the rows itself."""
-        self._loading.result()
+        self.ready()
         conversations = [[{"role": m.role, "content": m.content} for m in r.messages] for r in requests]
         options = requests[0].extra.get("chat_template_kwargs") or None
         started = time.perf_counter()
@@ -82,5 +84,6 @@ class VLLMBackend(BatchingBackend):
 
 @register_backend("vllm")
 def _vllm(path: str, *, concurrency: int = 256, seed: int = 0, max_retries: int | None = None,
-          timeout_s: float | None = None, backoff_base_s: float | None = None, **engine: Any) -> VLLMBackend:
+          timeout_s: float | None = None, backoff_base_s: float | None = None,
+          max_response_bytes: int | None = None, **engine: Any) -> VLLMBackend:
     return VLLMBackend(path, max_batch_size=concurrency, seed=seed, **engine)

@@ -15,12 +15,19 @@ exported file, run by llama.cpp, continues a prompt with the tokens transformers
 Quantization (``--quant``): ``f32``, ``f16`` or ``q8_0`` written by the ``gguf`` package (norms stay
 f32), or any llama.cpp type (``q4_k_m``, ``q5_k_m``, ``q4_0`` …) made from the f16 file by
 llama.cpp's own ``llama_model_quantize``.
+
+Every input is checked before anything is written (:mod:`agentworld.train.export_inputs`: the model
+folder read from this machine only, the base GGUF read whole, the quantization, the model's
+architecture and each tensor's name and shape against the base), the outputs are written under
+temporary names and moved into place at the end, and an export that fails removes what it wrote.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -57,23 +64,6 @@ def permute(weights: Any, heads: int) -> Any:
     return grouped.swapaxes(1, 2).reshape(weights.shape)
 
 
-def merged_model(model_dir: str | Path) -> Any:
-    """The model of ``model_dir`` in float32, a LoRA adapter (``adapter_config.json``) merged into its base.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from agentworld.models.packaged import as_plain_weights, hf_source
-
-    folder = Path(model_dir)
-    if (folder / "adapter_config.json").is_file():
-        from peft import AutoPeftModelForCausalLM
-
-        return AutoPeftModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).merge_and_unload()
-    source, options = hf_source(model_dir)
-    return as_plain_weights(AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **options))
-
-
 def _tensors(model: Any) -> dict[str, Any]:
     """llama.cpp name → float32 numpy array of every stored tensor, query/key permuted."""
     config = model.config
@@ -96,30 +86,61 @@ def _tensors(model: Any) -> dict[str, Any]:
     return out
 
 
-def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0",
-               view: str | None = None) -> Path:
-    """Write ``model``'s weights into a GGUF file laid out as ``base`` (see the module docstring).
+def check_layout(reader: Any, tensors: dict[str, Any], base: str | Path) -> None:
+    """Every tensor of the base GGUF (``reader``) has a trained counterpart of the same shape.
 
     Raises:
-        AgentWorldError: an unknown quantization, a base tensor the model lacks, or a shape that differs.
+        AgentWorldError: a base tensor the model lacks, or a shape that differs.
+    """
+    for info in reader.tensors:
+        if info.name not in tensors:
+            raise AgentWorldError(f"{base}: tensor {info.name} has no counterpart in the trained model")
+        expected = tuple(int(n) for n in reversed(info.shape.tolist()))
+        if tensors[info.name].shape != expected:
+            raise AgentWorldError(f"tensor {info.name}: trained shape {tensors[info.name].shape}, base "
+                                  f"{expected}")
+
+
+def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0",
+               view: str | None = None, *, reader: Any = None) -> Path:
+    """Write ``model``'s weights into a GGUF file laid out as ``base`` (see the module docstring);
+    ``reader``: the base already read (:func:`~agentworld.train.export_inputs.base_reader`).
+
+    The file is written under a temporary name and renamed when whole; a failed write leaves nothing.
+
+    Raises:
+        AgentWorldError: an unknown quantization, an unreadable base, a base tensor the model lacks, or
+            a shape that differs.
     """
     import gguf
-    import numpy as np
 
-    from agentworld.models.llamacpp_backend import gguf_file
+    from agentworld.train.export_inputs import base_reader
 
     quant = quant.lower()
     if quant not in PYTHON_QUANTS:
-        return _quantize_native(model, base, Path(out), quant, view)
+        return _quantize_native(model, base, Path(out), quant, view, reader)
+    reader = reader if reader is not None else base_reader(base)
+    tensors = _tensors(model)
+    check_layout(reader, tensors, base)
+    out = Path(out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        _write(gguf.GGUFWriter(str(tmp), arch="llama"), reader, tensors, quant, view)
+        os.replace(tmp, out)  # the file appears whole or not at all
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def _write(writer: Any, reader: Any, tensors: dict[str, Any], quant: str, view: str | None) -> None:
+    """The base's metadata (and the view), then each tensor of the base replaced by the trained one."""
+    import gguf
+    import numpy as np
+
     qtype = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
              "q8_0": gguf.GGMLQuantizationType.Q8_0}[quant]
     file_type = {"f32": gguf.LlamaFileType.ALL_F32, "f16": gguf.LlamaFileType.MOSTLY_F16,
                  "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[quant]
-    reader = gguf.GGUFReader(str(gguf_file(base)))
-    tensors = _tensors(model)
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    writer = gguf.GGUFWriter(str(tmp), arch="llama")
     for field in reader.fields.values():
         if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF.") \
                 or field.name == gguf.Keys.General.FILE_TYPE:
@@ -131,12 +152,7 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
     if view:  # the prompt view the model was trained on (agentworld.domains.prompt_view)
         writer.add_string(GGUF_KEY, view)
     for info in reader.tensors:
-        if info.name not in tensors:
-            raise AgentWorldError(f"{base}: tensor {info.name} has no counterpart in the trained model")
         array = tensors[info.name]
-        expected = tuple(int(n) for n in reversed(info.shape.tolist()))
-        if array.shape != expected:
-            raise AgentWorldError(f"tensor {info.name}: trained shape {array.shape}, base {expected}")
         if array.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
             writer.add_tensor(info.name, array.astype(np.float32))
         elif qtype == gguf.GGMLQuantizationType.F16:
@@ -147,8 +163,6 @@ def write_gguf(model: Any, base: str | Path, out: str | Path, quant: str = "q8_0
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    os.replace(tmp, out)  # the file appears whole or not at all
-    return out
 
 
 def check_quant(quant: str) -> int | None:
@@ -169,16 +183,18 @@ def check_quant(quant: str) -> int | None:
     return int(ftype)
 
 
-def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: str | None) -> Path:
+def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: str | None,
+                     reader: Any) -> Path:
     """An f16 export, then llama.cpp's ``llama_model_quantize`` to ``quant`` (e.g. ``q4_k_m``)."""
     import llama_cpp
 
     ftype = check_quant(quant)
-    f16 = write_gguf(model, base, out.with_name(f".{out.name}.f16.gguf"), "f16", view)
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = ftype
+    f16 = out.with_name(f".{out.name}.f16.gguf")
     tmp = out.with_name(f".{out.name}.tmp")
     try:
+        write_gguf(model, base, f16, "f16", view, reader=reader)
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = ftype
         status = llama_cpp.llama_model_quantize(str(f16).encode(), str(tmp).encode(), params)
         if status != 0:
             raise AgentWorldError(f"llama_model_quantize to {quant} failed (status {status})")
@@ -191,20 +207,52 @@ def _quantize_native(model: Any, base: str | Path, out: Path, quant: str, view: 
 
 def export(model_dir: str | Path, base: str | Path, out_dir: str | Path,
            quant: str = "q8_0") -> tuple[Path, Path]:
-    """Merged safetensors in ``out_dir/merged`` and ``out_dir/model-<quant>.gguf``; returns both paths."""
-    from transformers import AutoTokenizer
+    """Merged safetensors in ``out_dir/merged`` and ``out_dir/model-<quant>.gguf``; returns both paths.
 
-    from agentworld.models.packaged import hf_source
+    Raises:
+        AgentWorldError: an input that is not usable (before anything is written), or a failure while
+            writing (after which nothing this export wrote is left).
+    """
+    from agentworld.train import export_inputs
 
-    check_quant(quant)  # before any work
+    check_quant(quant)
+    source = export_inputs.model_source(model_dir)
+    view = export_inputs.view_text(source)
+    reader = export_inputs.base_reader(base)
+    model = export_inputs.merged_model(source)
+    tokenizer = export_inputs.tokenizer(source)
     out_dir = Path(out_dir)
-    model = merged_model(model_dir)
-    merged = out_dir / "merged"
-    model.save_pretrained(str(merged), safe_serialization=True)
-    source, options = hf_source(model_dir)
-    AutoTokenizer.from_pretrained(source, **options).save_pretrained(str(merged))
-    view_file = Path(model_dir) / VIEW_FILE
-    view = view_file.read_text(encoding="utf-8").strip() if view_file.is_file() else None
-    if view:
-        (merged / VIEW_FILE).write_text(view + "\n", encoding="utf-8")
-    return merged, write_gguf(model, base, out_dir / f"model-{quant.lower()}.gguf", quant, view)
+    merged, staged = out_dir / "merged", out_dir / f".merged.tmp-{os.getpid()}"
+    made = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gguf: Path | None = None
+    try:
+        # the architecture and every tensor's name and shape are checked before the GGUF file is begun
+        gguf = write_gguf(model, base, out_dir / f"model-{quant.lower()}.gguf", quant, view, reader=reader)
+        model.save_pretrained(str(staged), safe_serialization=True)
+        tokenizer.save_pretrained(str(staged))
+        if view:
+            (staged / VIEW_FILE).write_text(view + "\n", encoding="utf-8")
+        _replace_folder(staged, merged)
+    except BaseException:
+        if gguf is not None:
+            gguf.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(staged, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only when empty: what else is there is not ours to remove
+        raise
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return merged, gguf
+
+
+def _replace_folder(new: Path, target: Path) -> None:
+    """Put ``new`` at ``target``; an earlier export's ``target`` (the output guard let the folder be) goes."""
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        target.rename(old)
+        shutil.rmtree(old, ignore_errors=True)
+    new.rename(target)

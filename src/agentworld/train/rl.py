@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.cli_support import cli_flags, output
 from agentworld.domains.prompt_view import OFFICIAL, PromptView
 from agentworld.models.base import ChatBackend, create_backend
-from agentworld.models.packaged import as_plain_weights, hf_source, is_gguf, resolve_model_path
+from agentworld.models.packaged import as_plain_weights, hf_source
 from agentworld.schema import BenchSample
 from agentworld.train.rewards import (
     RUBRIC_WEIGHT,
@@ -204,14 +204,12 @@ def run_rl(config: RLConfig, *, samples: Sequence[BenchSample] | None = None,
         raise ValueError("no RL samples")
     funcs, weights = reward_functions(config, judge)
     args = gspo_args(config, weights)
-    model: Any = config.model
-    processing_class = None
-    if is_gguf(resolve_model_path(config.model)):  # a GGUF file or alias: dequantized, then trained
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        source, options = hf_source(config.model)
-        model = as_plain_weights(AutoModelForCausalLM.from_pretrained(source, **options))
-        processing_class = AutoTokenizer.from_pretrained(source, **options)
+    # loaded here, not by TRL from the name: from this machine only (hf_source), a GGUF file dequantized
+    source, options = hf_source(config.model)
+    model: Any = as_plain_weights(AutoModelForCausalLM.from_pretrained(source, **options))
+    processing_class = AutoTokenizer.from_pretrained(source, **options)
     trainer = GRPOTrainer(model=model, reward_funcs=list[Any](funcs), args=args,
                           train_dataset=Dataset.from_list(rows), processing_class=processing_class)
     trainer.train()

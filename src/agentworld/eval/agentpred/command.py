@@ -80,7 +80,8 @@ def run_agent_predictions(config: AgentPredConfig, agent: ChatBackend | None = N
         backend = imagining_agent(config, tasks)
     else:
         backend = config.agent_endpoint().backend(concurrency=config.concurrency,
-                                                  max_retries=config.max_retries, timeout_s=config.timeout_s)
+                                                  max_retries=config.max_retries, timeout_s=config.timeout_s,
+                                                  max_response_bytes=config.max_response_bytes)
     from agentworld.eval.runfolder import open_typed_run
 
     open_typed_run(config.out, _identity(config, tasks), kind="an agent-predictions")

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentworld.endpoints import AgentEndpoint, Endpoint, ModelEndpoint
+from agentworld.endpoints import AgentEndpoint, Endpoint, ModelEndpoint, max_response_field
 
 FORMAT = "agentworld-agent-predictions/1"
 _RUNTIME: dict[str, Any] = {"runtime": True}
@@ -51,6 +51,7 @@ class AgentPredConfig(AgentEndpoint, ModelEndpoint):
                              json_schema_extra=_RUNTIME)
     timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per agent request, seconds.",
                              json_schema_extra=_RUNTIME)
+    max_response_bytes: int | None = max_response_field()
     progress: bool = Field(True, description="Show a progress bar (off when not a terminal).",
                            json_schema_extra=_RUNTIME)
 

@@ -124,7 +124,7 @@ def imagination(config: AgentPredConfig, tasks: list[PredictionTask]) -> ChatBac
     if config.model_base_url or config.model != "retrieval":
         backend: ChatBackend = config.model_endpoint().backend(
             domains=domains, concurrency=config.concurrency, max_retries=config.max_retries,
-            timeout_s=config.timeout_s)
+            timeout_s=config.timeout_s, max_response_bytes=config.max_response_bytes)
         return backend
     from agentworld.models.base import create_backend
     from agentworld.models.retrieval import RetrievalBackend

@@ -78,7 +78,7 @@ def run_closed_loop(config: ClosedLoopConfig, agent: ChatBackend | PolicyFactory
 
     tasks = select_tasks(config)
     client: dict[str, Any] = {"concurrency": config.concurrency * 2, "max_retries": config.max_retries,
-                              "timeout_s": config.timeout_s}
+                              "timeout_s": config.timeout_s, "max_response_bytes": config.max_response_bytes}
     owned: list[Any] = []
     world = model or config.model_endpoint().backend(domains=sorted({t.domain for t in tasks}), **client)
     owned += [] if model else [world]

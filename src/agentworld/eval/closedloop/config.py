@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 from agentworld.cli_support import output
-from agentworld.endpoints import AgentEndpoint, JudgeEndpoint, ModelEndpoint
+from agentworld.endpoints import AgentEndpoint, JudgeEndpoint, ModelEndpoint, max_response_field
 
 FORMAT = "agentworld-closed-loop/1"
 ARM_NAMES = ("bare", "ledger", "router", "ledger+router")
@@ -50,6 +50,7 @@ class ClosedLoopConfig(AgentEndpoint, ModelEndpoint, JudgeEndpoint):
                              json_schema_extra=_RUNTIME)
     timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per request, seconds.",
                              json_schema_extra=_RUNTIME)
+    max_response_bytes: int | None = max_response_field()
 
     @field_validator("domains", "arms")
     @classmethod

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentworld.cli_support import cli_flags
-from agentworld.endpoints import ModelEndpoint
+from agentworld.endpoints import ModelEndpoint, max_response_field
 
 _RUNTIME: dict[str, Any] = {"runtime": True}
 
@@ -46,6 +46,7 @@ class ProbesConfig(ModelEndpoint):
                              json_schema_extra=_RUNTIME)
     timeout_s: float = Field(600.0, gt=0, description="HTTP timeout per request, seconds.",
                              json_schema_extra=_RUNTIME)
+    max_response_bytes: int | None = max_response_field()
     backoff_s: float = Field(0.5, ge=0, description="First retry delay, seconds (doubled per retry).",
                              json_schema_extra=_RUNTIME)
 
