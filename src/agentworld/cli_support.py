@@ -198,12 +198,17 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         values = {k: v for k, v in values.items() if not k.startswith(OLD)}
         fields = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()
                   if k in config_cls.model_fields and v is not None}
-        if from_file:
-            config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
-        else:
-            config = validate_options(config_cls, fields)
-            claim_outputs(config)
-        run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
+        from agentworld.outputs import release_all
+
+        try:  # the outputs are let go of however the body ends (also when a sub-app is invoked alone)
+            if from_file:
+                config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
+            else:
+                config = validate_options(config_cls, fields)
+                claim_outputs(config)
+            run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
+        finally:
+            release_all()
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
@@ -279,7 +284,8 @@ def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | 
     ``owns_output(field, path)`` method, says that a file output is a folder in its current settings
     with ``folder_output(field)`` and names the files it writes beside one with ``derived_outputs(field)``
     (claimed like ``"siblings"``); a boolean ``overwrite`` field lets file outputs be
-    replaced on purpose, and a ``resume`` field that is off refuses an earlier output of ours.
+    replaced on purpose, and a ``resume`` field that is off refuses an earlier output of ours, unless
+    ``appends_output(field)`` says this run appends to it (nothing is replaced).
 
     Args:
         config: the config, or its class with the ``values`` known so far.
@@ -293,7 +299,8 @@ def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | 
 
     cls = config if isinstance(config, type) else type(config)
     known = values if values is not None else {n: getattr(config, n) for n in cls.model_fields}
-    owns, as_folder = _hook(config, "owns_output"), _hook(config, "folder_output")
+    owns, as_folder, appends = (_hook(config, name) for name in ("owns_output", "folder_output",
+                                                                 "appends_output"))
     flags = {name: (_flag(cls.model_fields[name], name) if name in cls.model_fields else None)
              for name in ("overwrite", "resume")}
     overwrite = bool(known.get("overwrite", False))
@@ -313,9 +320,10 @@ def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | 
                          resume_flag=resume_flag)
             continue
         folder_ok = bool(as_folder(name)) if as_folder is not None else False
+        keep = None if appends is not None and appends(name) else resume_flag
         for path in _file_and_beside(config, name, Path(value), extra.get("siblings")):
             claim_file(path, flag=flag, command=command_label(), overwrite=overwrite,
-                       overwrite_flag=flags["overwrite"], resume_flag=resume_flag, folder_ok=folder_ok)
+                       overwrite_flag=flags["overwrite"], resume_flag=keep, folder_ok=folder_ok)
 
 
 def _hook(config: BaseModel | type[BaseModel], name: str) -> Callable[..., Any] | None:
