@@ -394,6 +394,19 @@ def test_a_saved_dataset_folder_is_not_taken_for_an_export_of_ours(tmp_path: Pat
     release_all()
     claim_outputs(options.model_copy(update={"out": ours}))  # the mark's tree digest matches
     release_all()
+    deep, levels = tmp_path / "deep", [tmp_path / "deep"]
+    for _ in range(1200):  # deeper than Python's recursion limit
+        levels[-1].mkdir()
+        levels.append(levels[-1] / "d")
+    mark_path(deep).write_bytes(json.dumps({"mark": "agentworld-output/1", "state": "done", "pid": 1,
+                                            "size": 0, "sha256": "0" * 64}).encode())
+    try:
+        with pytest.raises(ForeignOutputError, match="was changed since agentworld wrote it"):
+            claim_outputs(options.model_copy(update={"out": deep}))
+        release_all()
+    finally:
+        for level in reversed(levels[:-1]):  # shutil.rmtree (pytest's clean-up) recurses: too deep for it
+            level.rmdir()
 
 
 def _train_config(tmp_path: Path, out: str, *extra: str) -> Path:

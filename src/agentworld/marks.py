@@ -125,7 +125,7 @@ def digest(path: Path) -> Digest | None:
         return None
     if stat.S_ISDIR(info.st_mode):
         hasher = hashlib.sha256()
-        size = _tree(path, "", hasher)
+        size = _tree(path, hasher)
         return Digest(size, hasher.hexdigest()) if size is not None else None
     try:
         fd = open_regular(path)
@@ -139,24 +139,28 @@ def digest(path: Path) -> Digest | None:
     return Digest(size, hasher.hexdigest())
 
 
-def _tree(root: Path, prefix: str, hasher: Any) -> int | None:
-    """Hash every entry under ``root`` (names sorted; links named, never followed); the bytes seen."""
-    total = 0
-    with os.scandir(root) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
+def _tree(root: Path, hasher: Any) -> int | None:
+    """Hash every entry under ``root`` into ``hasher`` (each folder's names sorted, then its
+    sub-folders; links never followed, and walked without recursion however deep); the bytes seen, or
+    None when the tree holds a link or a FIFO (nothing agentworld writes)."""
+    total, todo = 0, [("", root)]
+    while todo:
+        prefix, folder = todo.pop()
+        with os.scandir(folder) as entries:
+            ordered = sorted(entries, key=lambda e: e.name)
+        subs = []
+        for entry in ordered:
             name = f"{prefix}{entry.name}"
             if entry.is_dir(follow_symlinks=False):
                 hasher.update(f"d {name}\n".encode())
-                sub = _tree(Path(entry.path), f"{name}/", hasher)
-                if sub is None:
-                    return None
-                total += sub
+                subs.append((f"{name}/", Path(entry.path)))
                 continue
             found = digest(Path(entry.path)) if entry.is_file(follow_symlinks=False) else None
             if found is None:
-                return None  # a link, a FIFO: nothing agentworld writes
+                return None
             hasher.update(f"f {name} {found.size} {found.sha256}\n".encode())
             total += found.size
+        todo.extend(reversed(subs))
     return total
 
 

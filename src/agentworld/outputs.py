@@ -112,6 +112,12 @@ def _refuse_strays(path: Path, flag: str) -> None:
                                  "changed. Give a new or empty folder")
 
 
+def _usable(path: Path, flag: str) -> None:
+    """Refuse a path no file system can hold (a NUL byte: only a config file can give one)."""
+    if "\x00" in str(path):
+        raise ForeignOutputError(f"{flag} {str(path)!r}: holds a NUL byte; give a usable path")
+
+
 def claim_file(path: Path, *, flag: str = "--out", command: str = "", overwrite: bool = False,
                overwrite_flag: str | None = None, resume_flag: str | None = None,
                folder_ok: bool = False) -> None:
@@ -128,6 +134,7 @@ def claim_file(path: Path, *, flag: str = "--out", command: str = "", overwrite:
             byte-identical), or an earlier output that only ``resume_flag`` may continue.
         BusyOutputError: another live process is writing it.
     """
+    _usable(path, flag)
     key = Path(os.path.abspath(path))
     if key in _claims:
         return
@@ -204,6 +211,7 @@ def claim_folder(path: Path, *, kind: str, command: str, flag: str = "--out",
             something else, or an earlier run that only ``resume_flag`` may continue.
         BusyOutputError: another live process holds the folder's lock.
     """
+    _usable(path, flag)
     if os.path.lexists(path):
         if not path.is_dir():
             raise ForeignOutputError(f"{flag} {path}: exists and is not a folder; give a new or empty "
