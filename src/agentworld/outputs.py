@@ -26,6 +26,9 @@ Every output carries a mark of its own, and the guard asks for that mark, never 
 * a command with a ``resume`` option refuses, without ``--resume``, an earlier non-empty output of
   its own that a new run would replace (``--overwrite`` replaces it where the command has one).
 
+A mark can be forged by whoever can write beside the output: it keeps agentworld from taking a
+user's file for its own, it does not defend against someone who writes into the user's folders.
+
 One writer: a folder output is locked with ``fcntl.flock`` on :data:`LOCK_NAME`, a file output on its
 ``writing`` mark, for the rest of the command (the kernel lets go when the process ends, SIGKILL
 included), so a second process on the same output exits 2 naming the holder's pid instead of paying
