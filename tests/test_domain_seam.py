@@ -81,7 +81,7 @@ def test_the_pattern_sees_a_branch() -> None:
 # -- imports run one way ---------------------------------------------------------------------------
 
 LAYERS: dict[str, int] = {
-    **dict.fromkeys(("schema", "errors", "io", "inputs", "outputs", "lazy", "redact", "cli_support",
+    **dict.fromkeys(("schema", "errors", "io", "inputs", "outputs", "marks", "lazy", "redact", "cli_support",
                      "cli_click", "configfile", "report_style"), 0),
     "http_limits": 0,
     "envs": 1,

@@ -198,12 +198,17 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
         values = {k: v for k, v in values.items() if not k.startswith(OLD)}
         fields = {k: (v.value if isinstance(v, Enum) else v) for k, v in values.items()
                   if k in config_cls.model_fields and v is not None}
-        if from_file:
-            config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
-        else:
-            config = validate_options(config_cls, fields)
-            claim_outputs(config)
-        run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
+        from agentworld.outputs import release_all
+
+        try:  # the outputs are let go of however the body ends (also when a sub-app is invoked alone)
+            if from_file:
+                config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
+            else:
+                config = validate_options(config_cls, fields)
+                claim_outputs(config)
+            run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
+        finally:
+            release_all()
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
@@ -239,7 +244,8 @@ def _required(param: inspect.Parameter) -> bool:
 def _merged(config_cls: type[C], path: Path | None, given: dict[str, Any]) -> C:
     """``config_cls`` from the file at ``path`` with the ``given`` command-line values winning.
 
-    Outputs given on the command line are claimed before the file is read, those from the file after;
+    Outputs given on the command line are claimed before the file is read, those from the file after
+    (and folders given on the command line again, now that the file may have said ``resume``);
     relative paths of the file are taken from its folder when the config has ``relative_to(base)``,
     those given on the command line from the working directory.
     """
@@ -253,6 +259,9 @@ def _merged(config_cls: type[C], path: Path | None, given: dict[str, Any]) -> C:
         rebase = getattr(raw, "relative_to", None)
         config = rebase(path.parent).model_copy(update={k: getattr(raw, k) for k in given}) if rebase else raw
     claim_outputs(config, skip=set(given), source=path)
+    folders = {n for n, f in config_cls.model_fields.items()
+               if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("output") == "folder"}
+    claim_outputs(config, skip=set(config_cls.model_fields) - (set(given) & folders))  # now knowing resume
     return config
 
 
@@ -268,10 +277,15 @@ def command_label() -> str:
 def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | None = None, *,
                   skip: set[str] | frozenset[str] = frozenset(), source: Path | None = None) -> None:
     """Apply the one output guard (:mod:`agentworld.outputs`) to every field of ``config`` marked
-    ``{"output": "folder"}`` or ``{"output": "file"}``, before the command body runs.
+    ``{"output": "folder"}`` or ``{"output": "file"}`` (and a file's ``"siblings"``), before the
+    command body runs.
 
-    A config recognises its own earlier outputs with an optional ``owns_output(field, path)``
-    method; a boolean ``overwrite`` field lets file outputs be replaced on purpose.
+    A config recognises the explicit format mark of its run folders with an optional
+    ``owns_output(field, path)`` method, says that a file output is a folder in its current settings
+    with ``folder_output(field)`` and names the files it writes beside one with ``derived_outputs(field)``
+    (claimed like ``"siblings"``); a boolean ``overwrite`` field lets file outputs be
+    replaced on purpose, and a ``resume`` field that is off refuses an earlier output of ours, unless
+    ``appends_output(field)`` says this run appends to it (nothing is replaced).
 
     Args:
         config: the config, or its class with the ``values`` known so far.
@@ -279,13 +293,20 @@ def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | 
         source: the config file the values came from (named in the messages instead of the flag).
 
     Raises:
-        AgentWorldError: an output is not ours, or another process writes into the folder.
+        AgentWorldError: an output is not ours, or another process writes into it.
     """
     from agentworld.outputs import claim_file, claim_folder
 
     cls = config if isinstance(config, type) else type(config)
     known = values if values is not None else {n: getattr(config, n) for n in cls.model_fields}
-    owns = getattr(config, "owns_output", None)
+    owns, as_folder, appends = (_hook(config, name) for name in ("owns_output", "folder_output",
+                                                                 "appends_output"))
+    flags = {name: (_flag(cls.model_fields[name], name) if name in cls.model_fields else None)
+             for name in ("overwrite", "resume")}
+    overwrite = bool(known.get("overwrite", False))
+    resume_known = not isinstance(config, type) or "resume" in known  # a config file may still set it
+    resume_flag = (flags["resume"] if flags["resume"] and resume_known and not known.get("resume", False)
+                   and not overwrite else None)
     for name, info in cls.model_fields.items():
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         kind = extra.get("output")
@@ -293,15 +314,29 @@ def claim_outputs(config: BaseModel | type[BaseModel], values: dict[str, Any] | 
         if kind is None or value is None or name in skip:
             continue
         flag = _flag(info, name) if source is None else f"{name} (in {source})"
-        ours = (lambda path, field=name: bool(owns(field, path))) if owns is not None else None
         if kind == "folder":
-            claim_folder(Path(value), kind=cls.__name__, command=command_label(), flag=flag, ours=ours)
+            ours = (lambda path, field=name: bool(owns(field, path))) if owns is not None else None
+            claim_folder(Path(value), kind=cls.__name__, command=command_label(), flag=flag, ours=ours,
+                         resume_flag=resume_flag)
             continue
-        overwrite = bool(known.get("overwrite", False))
-        siblings = extra.get("siblings")
-        suffixes = [str(s) for s in siblings] if isinstance(siblings, list) else []
-        for path in [Path(value), *(Path(value).with_suffix(s) for s in suffixes)]:
-            claim_file(path, flag=flag, ours=ours, overwrite=overwrite)
+        folder_ok = bool(as_folder(name)) if as_folder is not None else False
+        keep = None if appends is not None and appends(name) else resume_flag
+        for path in _file_and_beside(config, name, Path(value), extra.get("siblings")):
+            claim_file(path, flag=flag, command=command_label(), overwrite=overwrite,
+                       overwrite_flag=flags["overwrite"], resume_flag=keep, folder_ok=folder_ok)
+
+
+def _hook(config: BaseModel | type[BaseModel], name: str) -> Callable[..., Any] | None:
+    """A config's optional guard method ``name``; None on a class (its values are not all known yet)."""
+    return None if isinstance(config, type) else getattr(config, name, None)
+
+
+def _file_and_beside(config: BaseModel | type[BaseModel], name: str, path: Path, siblings: Any) -> list[Path]:
+    """A file output and what the command writes beside it: its ``siblings`` (suffixes) and the
+    config's ``derived_outputs(field)``."""
+    derived = _hook(config, "derived_outputs")
+    beside = [path.with_suffix(str(s)) for s in siblings] if isinstance(siblings, list) else []
+    return [path, *beside, *(derived(name) if derived is not None else [])]
 
 
 def output(kind: Literal["folder", "file"], **extra: Any) -> dict[str, Any]:

@@ -142,7 +142,8 @@ class JsonlJournal:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         repair_tail(self.path)
-        self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self._handle = os.fdopen(_open_own(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a",
+                                 encoding="utf-8")
 
     def append(self, row: Any, *, sync: bool = True) -> None:
         """Write ``row`` as one line and flush it to the OS, so a killed process keeps it.
@@ -175,6 +176,23 @@ class JsonlJournal:
         self.close()
 
 
+def _open_own(path: Path, flags: int) -> int:
+    """Open a journal agentworld appends to: never through a link, never waiting on a FIFO, only a
+    regular file (a link put at a run folder's fixed name would make the append land elsewhere).
+
+    Raises:
+        AgentWorldError: ``path`` is a link, a FIFO, a device or a folder (nothing was written).
+    """
+    from agentworld.errors import AgentWorldError
+    from agentworld.marks import NotRegularError, describe, open_regular
+
+    try:
+        return open_regular(path, flags)
+    except NotRegularError:
+        raise AgentWorldError(f"{path}: is {describe(path)}, not a file agentworld wrote; nothing was "
+                              "written to it (remove it, or use another output)") from None
+
+
 def dropped_path(path: str | Path) -> Path:
     """Where :func:`repair_tail` keeps the torn tails it cut from ``path``: ``<name>.dropped`` beside it."""
     path = Path(path)
@@ -197,7 +215,7 @@ def repair_tail(path: str | Path) -> None:
         return
     if size == 0:
         return
-    with open(path, "rb+") as handle:
+    with os.fdopen(_open_own(path, os.O_RDWR), "rb+") as handle:
         handle.seek(-1, os.SEEK_END)
         if handle.read(1) == b"\n":
             return
@@ -209,7 +227,7 @@ def repair_tail(path: str | Path) -> None:
             handle.write(b"\n")
         else:
             side = dropped_path(path)
-            with open(side, "ab") as kept:
+            with os.fdopen(_open_own(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as kept:
                 kept.write(tail + b"\n")
                 kept.flush()
                 os.fsync(kept.fileno())

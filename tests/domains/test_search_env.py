@@ -227,7 +227,8 @@ def test_sigkill_of_the_recorder_leaves_no_process_or_temp_file_and_resume_compl
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert _group_alive(proc.pid) == []
-    assert list(tmp.iterdir()) == [] and [p.name for p in out.parent.iterdir()] == ["rows.jsonl"]
+    assert list(tmp.iterdir()) == []
+    assert sorted(p.name for p in out.parent.iterdir()) == [".rows.jsonl.agentworld", "rows.jsonl"]
     started = {json.loads(line)["id"].rpartition("-t")[0] for line in out.read_text().splitlines()
                if line.endswith("}")}
     assert 0 < len(started) < 3000

@@ -331,7 +331,7 @@ def test_record_command_writes_rows_and_keeps_an_existing_file(tmp_path: Path) -
     assert rows[0].ground_truth.splitlines()[1] == ('Found 3 file(s) matching "*.py" within /app, sorted by '
                                                     "modification time (newest first):")
     again = runner.invoke(app, ["record", "swe", "--scenarios", str(scenarios), "--out", str(out)])
-    assert again.exit_code == 2 and "exists; pass --resume" in again.output
+    assert again.exit_code == 2 and "pass --resume to continue it" in again.output
     resumed = runner.invoke(app, ["record", "swe", "--scenarios", str(scenarios), "--out", str(out),
                                   "--resume"])
     assert resumed.exit_code == 0 and len(load_samples([out])) == 2

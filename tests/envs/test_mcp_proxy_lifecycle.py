@@ -165,8 +165,12 @@ def test_sigkilled_http_proxy_keeps_answered_calls(tmp_path: Path) -> None:
 
 
 def test_record_mcp_keeps_a_last_row_missing_its_newline(tmp_path: Path) -> None:
+    from agentworld.outputs import claim_file, release_all
+
     out = tmp_path / "s.jsonl"
-    out.write_text('{"a":1}\n{"b":2}')          # printf '{"a":1}\n{"b":2}' > s.jsonl
+    claim_file(out)  # an earlier recording of ours (its mark beside it) ...
+    out.write_text('{"a":1}\n{"b":2}')          # ... whose last row lost its newline
+    release_all()
     server = [sys.executable, "-c", "import sys; sys.stdin.read()"]
     done = subprocess.run(proxy_cmd(out, "--", *server), input=b"", capture_output=True, timeout=120)
     assert done.returncode == 0

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentworld.cli_support import cli_flags, config_command, new_app
+from agentworld.cli_support import cli_flags, command_label, config_command, new_app
 from agentworld.errors import DataError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from agentworld.data.pipeline import PipelineConfig
     from agentworld.data.types import TrainSample
 
 app = new_app("Training data: convert logs, clean/expand/mask/split them, inspect datasets, export them.")
@@ -93,12 +94,17 @@ class ExportOptions(_Options):
                                      "NAME_eval.")
     assistant_masks: bool = Field(False, description="trl with --tokenizer: also write assistant_masks.")
 
-    def owns_output(self, field: str, path: Path) -> bool:
-        """An hf-datasets export is a folder: ours when empty or holding a saved ``DatasetDict``."""
-        from agentworld.outputs import is_empty
+    def derived_outputs(self, field: str) -> list[Path]:
+        """The eval side written beside --out when --eval-out is not given (claimed with it)."""
+        from agentworld.data.sides import eval_path_for
 
-        return path.is_dir() and self.format == "hf-datasets" and (
-            is_empty(path) or (path / "dataset_dict.json").is_file())
+        keep = field == "out" and self.eval_out is None and self.format != "hf-datasets"
+        return [eval_path_for(self.out)] if keep else []
+
+    def folder_output(self, field: str) -> bool:
+        """An hf-datasets export is a folder: the guard asks for its mark (a digest of the tree), not
+        for a ``dataset_dict.json`` that any saved dataset holds."""
+        return field == "out" and self.format == "hf-datasets"
 
 
 def _console() -> Console:
@@ -127,6 +133,7 @@ def _process(options: ProcessOptions) -> None:
 
     console = _console()
     loaded = PipelineConfig.load(options.config)
+    _claim_outputs(loaded, options.config)
     if options.ray is not None:
         from agentworld.data.scale_ray import run_ray
 
@@ -138,6 +145,18 @@ def _process(options: ProcessOptions) -> None:
     else:
         report = run_pipeline(loaded, progress=options.progress, console=console)
     console.print(written(report.output))
+
+
+def _claim_outputs(loaded: PipelineConfig, source: Path) -> None:
+    """The output guard for what the pipeline config's ``output`` names: the train side, the eval side
+    and ``stats.json`` (inside the folder for hf-datasets), before any sample is read."""
+    from agentworld.data.sides import eval_path_for
+    from agentworld.outputs import claim_file
+
+    spec, folder = loaded.output, loaded.output.format == "hf-datasets"
+    beside = [] if folder else [spec.eval_path or eval_path_for(spec.path), spec.path.parent / "stats.json"]
+    for path in [spec.path, *beside]:
+        claim_file(path, flag=f"output (in {source})", command=command_label(), folder_ok=folder)
 
 
 def written(output: dict[str, Any]) -> str:

@@ -265,11 +265,15 @@ def _save_dataset(out: Path, rows: Iterable[tuple[Side, dict[str, Any]]], report
 def _merge_dataset_info(path: Path, entries: dict[str, dict[str, Any]]) -> Path:
     """Add or replace ``entries``, keeping the others: a ``dataset_dir`` usually holds several."""
     info: dict[str, Any] = {}
-    if path.exists():
+    if os.path.lexists(path):
+        from agentworld.inputs import read_bytes
+
         try:
-            info = orjson.loads(path.read_bytes())
+            info = orjson.loads(read_bytes(path))  # a FIFO or a device there is refused, not waited on
         except orjson.JSONDecodeError as exc:
             raise DataError(f"existing dataset_info.json is not JSON: {exc}", path=str(path)) from None
+        if not isinstance(info, dict):
+            raise DataError("existing dataset_info.json is not a JSON object of entries", path=str(path))
     info.update(entries)
     atomic_write_text(path, orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
     return path

@@ -102,11 +102,12 @@ class InferFields(ModelEndpoint):
                           history_chars=self.history_chars)
 
     def owns_output(self, field: str, path: Path) -> bool:
-        """Whether ``path`` is a run folder an earlier version of this command wrote (see
-        :mod:`agentworld.outputs`; later ones carry its lock file)."""
-        from agentworld.eval.runfolder import is_run_folder
+        """Whether ``path`` is a run folder written without the guard's lock (by an earlier version, or
+        by the demo through the library): its ``config.json`` carries the run format, the explicit mark
+        of eval's run folders (the keys of a config are no mark: a user's file may have them too)."""
+        from agentworld.eval.runfolder import RUN_FORMAT, holds_format
 
-        return is_run_folder(path)
+        return holds_format(path, RUN_FORMAT)
 
     @model_validator(mode="after")
     def _own_needs_retrieval(self) -> InferFields:

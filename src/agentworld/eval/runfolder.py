@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.io import atomic_write_text, dumps, loads
+from agentworld.marks import read_small
 from agentworld.outputs import is_empty
 
 Record = TypeVar("Record", bound=BaseModel)
@@ -35,6 +36,8 @@ RUN_FORMAT = "agentworld-eval-run/1"
 """Value of ``config.json``'s ``format`` key in every run folder written since the marker was added."""
 
 CONFIG_NAME = "config.json"
+CONFIG_LIMIT = 16 << 20
+"""The largest ``config.json`` read (a run's settings, its data paths included, fit well within it)."""
 
 
 class NotARunError(AgentWorldError):
@@ -53,15 +56,19 @@ def is_run_config(stored: Any) -> bool:
             and (stored["judge"] is None or isinstance(stored["judge"], dict)))
 
 
+def stored_config(folder: Path) -> Any:
+    """The parsed ``config.json`` of ``folder``; None when absent, not JSON, or not a regular file of
+    at most :data:`CONFIG_LIMIT` bytes (a link or a FIFO put there is neither followed nor waited on)."""
+    raw = read_small(folder / CONFIG_NAME, CONFIG_LIMIT)
+    try:
+        return loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
 def _run_config(folder: Path) -> dict[str, Any] | None:
     """The folder's ``config.json`` when it is a run's, else None (absent, unreadable or foreign)."""
-    path = folder / CONFIG_NAME
-    if not path.is_file():
-        return None
-    try:
-        stored = loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
+    stored = stored_config(folder)
     return stored if is_run_config(stored) else None
 
 
@@ -72,10 +79,7 @@ def is_run_folder(folder: Path) -> bool:
 
 def holds_format(folder: Path, fmt: str) -> bool:
     """Whether ``folder``'s ``config.json`` carries ``format`` ``fmt`` (the mark of a typed run)."""
-    try:
-        stored = loads((folder / CONFIG_NAME).read_bytes())
-    except (OSError, ValueError):
-        return False
+    stored = stored_config(folder)
     return isinstance(stored, dict) and stored.get("format") == fmt
 
 
@@ -184,10 +188,7 @@ def open_typed_run(out: Path, identity: dict[str, Any], *, kind: str) -> None:
     if out.exists() and not out.is_dir():
         raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
     if out.is_dir() and not is_empty(out):
-        try:
-            stored = loads(config_file.read_bytes())
-        except (OSError, ValueError):
-            stored = None
+        stored = stored_config(out)
         if not isinstance(stored, dict) or stored.get("format") != identity.get("format"):
             raise AgentWorldError(f"{out}: a non-empty folder that is not {kind} run; nothing was changed "
                                   "(give a new or empty folder as --out)")

@@ -49,13 +49,9 @@ class PromptOptConfig(RuntimeFields, JudgeEndpoint, OptimizerEndpoint, InferFiel
 
     def owns_output(self, field: str, path: Path) -> bool:
         """Whether ``path`` holds the optimiser's marker (runs written before the lock file existed)."""
-        from agentworld.io import loads
-        from agentworld.optimize.prompts import KIND, MARKER
+        from agentworld.optimize.prompts import KIND, read_marker
 
-        try:
-            stored = loads((path / MARKER).read_bytes())
-        except (OSError, ValueError):
-            return False
+        stored = read_marker(path)
         return isinstance(stored, dict) and stored.get("kind") == KIND
 
 

@@ -39,6 +39,18 @@ MARKER = "optimize.json"
 KIND = "agentworld optimize prompts"
 
 
+def read_marker(out: Path) -> Any:
+    """The parsed :data:`MARKER` of ``out``; None when absent, not JSON, or not a small regular file
+    (a link or a FIFO put there is neither followed nor waited on)."""
+    from agentworld.marks import read_small
+
+    raw = read_small(out / MARKER)
+    try:
+        return loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
 def _stored(out: Path) -> dict[str, Any] | None:
     """The stored settings of ``out``, None when it is new or empty; refuses any other folder."""
     if not out.exists():
@@ -47,10 +59,7 @@ def _stored(out: Path) -> dict[str, Any] | None:
         raise NotARunError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
     if is_empty(out):
         return None
-    try:
-        stored = loads((out / MARKER).read_bytes())
-    except (OSError, ValueError):
-        stored = None
+    stored = read_marker(out)
     if not isinstance(stored, dict) or stored.get("kind") != KIND:
         raise NotARunError(f"{out}: not empty and not written by 'agentworld optimize prompts' (no "
                            f"{MARKER}); nothing was changed. Give a new or empty folder as --out")

@@ -41,7 +41,8 @@ class RolloutOptions(AgentEndpoint, ModelEndpoint):
                                  "(success, reward, turns, faults injected).")
     out: Path = Field(description="Episodes (unified-schema trajectories) JSONL to write.",
                       json_schema_extra={"output": "file", "siblings": [".steps.jsonl", ".rl.jsonl",
-                                                                        ".sweep.json", ".journal.jsonl"]})
+                                                                        ".sweep.json", ".journal.jsonl",
+                                                                        ".endpoints.json"]})
     episodes: int = Field(8, ge=1, description="Number of episodes.")
     max_turns: int = Field(10, ge=1, description="Most agent turns per episode.")
     fault_kinds: list[str] = Field(default_factory=list, description="Fault kinds of the curriculum "

@@ -86,26 +86,10 @@ class TrainCommon(BaseModel):
             update["text_corpora"] = [base / p for p in self.text_corpora]
         return self.model_copy(update=update)
 
-    @classmethod
-    def owns_output(cls, field: str, path: Path) -> bool:
-        """A training run's folder from before the lock file (see :func:`is_run_folder`)."""
-        return is_run_folder(path)
-
     def stored(self) -> dict[str, Any]:
         """The fields that define the training run (runtime fields left out), as stored in config.json."""
         dumped = self.model_dump(mode="json")
         return {k: v for k, v in dumped.items() if k not in RUNTIME_FIELDS}
-
-
-def is_run_folder(path: Path) -> bool:
-    """Whether ``path`` holds a training run's ``config.json`` (a recipe's fields)."""
-    from agentworld.io import loads
-
-    try:
-        stored = loads((path / "config.json").read_bytes())
-    except (OSError, ValueError):
-        return False
-    return isinstance(stored, dict) and {"model", "learning_rate", "lora"} <= set(stored)
 
 
 class DataFields(BaseModel):

@@ -108,13 +108,6 @@ class RLConfig(BaseModel):
             update["model"] = str(base / self.model)
         return self.model_copy(update=update)
 
-    @classmethod
-    def owns_output(cls, field: str, path: Path) -> bool:
-        """A training run's folder from before the lock file."""
-        from agentworld.train.config import is_run_folder
-
-        return is_run_folder(path)
-
 
 class RLResult(BaseModel):
     """What a run produced: where the model went and the mean reward logged at each step."""

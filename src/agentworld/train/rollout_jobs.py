@@ -93,7 +93,8 @@ class RolloutJournal:
     """The journal of one rollout run: finished episodes by key, and appends of new ones.
 
     Raises (from :meth:`open`):
-        AgentWorldError: a journal of an interrupted run exists and ``resume`` is off.
+        AgentWorldError: a journal of an interrupted run exists and ``resume`` is off, or ``resume`` is on
+            and the run is finished (no journal, ``out`` written): a rerun would replace it.
         DataError: a journal row is not an episode of this run (unknown key, other settings).
     """
 
@@ -109,6 +110,9 @@ class RolloutJournal:
         if rows and not resume:
             raise AgentWorldError(f"{path} holds {len(rows)} finished episode(s) of an interrupted run: pass "
                                   "--resume to continue it, or delete it to start over")
+        if resume and not rows and out.is_file() and out.stat().st_size:
+            raise AgentWorldError(f"{out} is a finished rollout (no journal of an interrupted run beside "
+                                  "it): nothing to resume; give another --out, or remove it to run again")
         by_key = {job.key: job for job in jobs}
         done: dict[str, Episode] = {}
         for line, row in enumerate(rows, 1):

@@ -174,7 +174,7 @@ def test_the_truth_command_writes_the_mock_rows_and_refuses_to_overwrite(
     foreign = tmp_path / "notes.txt"
     foreign.write_text("my notes\n")
     refused = truth("--tasks", str(tasks), "--out", str(foreign))
-    assert refused.exit_code == 2 and "not written by agentworld" in refused.output
+    assert refused.exit_code == 2 and "carries no agentworld mark" in refused.output
     tasks.write_text(json.dumps({k: v for k, v in task.items() if k != "candidates"}) + "\n")
     bare = truth("--tasks", str(tasks), "--out", str(tmp_path / "new.jsonl"))
     assert bare.exit_code == 2 and "task 'fruit' lists no candidates" in bare.output

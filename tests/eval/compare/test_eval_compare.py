@@ -225,10 +225,10 @@ class _Tags(HTMLParser):
 
 def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     page = tmp_path / "compare.html"
-    page.write_text("<!doctype html><title>agentworld compare</title>old page")  # ours: replaced
     args = ["compare", "--run", str(runs["c0"]), "--run", str(runs["c50"]), "--run", str(runs["seed1"]),
             "--baseline", "c50", "--bootstrap", "500", "--out", str(page)]
-    result = CliRunner().invoke(app, args)
+    assert CliRunner().invoke(app, args).exit_code == 0
+    result = CliRunner().invoke(app, args)  # a page of ours (its mark matches): replaced
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("c0 vs c50: mean paired difference")
@@ -244,7 +244,7 @@ def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch:
     assert "script" not in tags.tags and not tags.links  # self-contained: nothing is fetched
     page.write_text("my notes")
     refused = CliRunner().invoke(app, args)
-    assert refused.exit_code == 1 and "not written by agentworld" in str(refused.exception)
+    assert refused.exit_code == 1 and "changed since agentworld wrote it" in str(refused.exception)
     assert page.read_text() == "my notes"  # a page that is not ours is never replaced
     page.write_text(html)
     text = "".join(tags.text)
@@ -254,7 +254,8 @@ def test_table_and_html_page(runs: dict[str, Path], tmp_path: Path, monkeypatch:
     monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     failed = CliRunner().invoke(app, args)  # a full disk is the run's error: one line, exit 2
     assert failed.exit_code == 2 and "disk full" in failed.output and "Traceback" not in failed.output
-    assert page.read_text("utf-8") == html and sorted(p.name for p in tmp_path.iterdir()) == ["compare.html"]
+    assert page.read_text("utf-8") == html
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".compare.html.agentworld", "compare.html"]
 
 
 def test_hostile_rows_are_dropped_by_reason_and_escaped(runs: dict[str, Path], tmp_path: Path) -> None:

@@ -254,7 +254,7 @@ def test_write_data_never_replaces_a_users_file_but_repeats_idempotently(tmp_pat
     mine.write_text('{"mine": true}\n')
     result = runner.invoke(app, ["eval", "probes", "--data-out", str(mine), "--out", str(tmp_path / "run"),
                                  "--model", "retrieval"])
-    assert result.exit_code == 2 and "exists and holds something else" in result.output
+    assert result.exit_code == 2 and "carries no agentworld mark" in result.output
     assert mine.read_text() == '{"mine": true}\n' and not (tmp_path / "run").exists()
     data = _data(tmp_path, domains=["swe"], variants=1)
     first = data.read_bytes()

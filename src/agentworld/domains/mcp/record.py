@@ -47,6 +47,11 @@ class RecordMcpOptions(BaseModel):
     grace_s: float = Field(DEFAULT_GRACE_S, ge=0, description="stdio mode: seconds the server may take to "
                            "exit once its input closes, and again after SIGTERM, before it is killed.")
 
+    def appends_output(self, field: str) -> bool:
+        """The proxy appends each session to OUT, so the output guard keeps an earlier recording of
+        ours without --resume; with --scenarios, OUT is replaced unless resumed."""
+        return self.scenarios is None
+
 
 def record_mcp(options: RecordMcpOptions, server: list[str] | None = None) -> None:
     """Scenarios when ``--scenarios`` is given, else the recording proxy."""

@@ -25,8 +25,8 @@ from agentworld.eval.config import align_pool, diff_sections
 from agentworld.eval.infer import make_backend, predict
 from agentworld.eval.probes.config import ProbeResult, ProbesConfig
 from agentworld.eval.records import PredictionRow
-from agentworld.eval.runfolder import read_records
-from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps, loads
+from agentworld.eval.runfolder import read_records, stored_config
+from agentworld.io import AsyncJournal, atomic_write_jsonl, atomic_write_text, dumps
 from agentworld.models.base import ChatBackend, ChatRequest
 from agentworld.models.cache import ResponseCache
 from agentworld.models.pool import write_endpoint_stats
@@ -109,10 +109,7 @@ def open_folder(out: Path, current: dict[str, Any]) -> None:
         raise AgentWorldError(f"{out}: exists and is not a folder; give a new or empty folder as --out")
     if is_empty(out):
         return
-    try:
-        stored = loads((out / CONFIG_NAME).read_bytes())
-    except (OSError, ValueError):
-        stored = None
+    stored = stored_config(out)
     if not isinstance(stored, dict) or stored.get("format") != RUN_FORMAT:
         raise AgentWorldError(f"{out}: not empty and not an 'agentworld eval probes' run; nothing was "
                               "changed. Give a new or empty folder as --out")
