@@ -27,7 +27,8 @@ def bomb(width: int = 10, levels: int = 9, leaf: str = "x") -> str:
     """The issue's reproducer: ``a: &a [x ×10]``, ``b: &b [*a ×10]``, … (``width ** levels`` leaves)."""
     names = "abcdefghijklmnopqrstuvwxyz"
     lines = [f"{names[0]}: &{names[0]} [{', '.join([leaf] * width)}]"]
-    lines += [f"{names[n]}: &{names[n]} [{', '.join([f'*{names[n - 1]}'] * width)}]" for n in range(1, levels)]
+    lines += [f"{names[n]}: &{names[n]} [{', '.join([f'*{names[n - 1]}'] * width)}]"
+              for n in range(1, levels)]
     return "\n".join(lines) + "\n"
 
 
@@ -105,8 +106,8 @@ def test_every_yaml_reader_refuses_the_bomb(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentworld", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"})
+    return subprocess.run([sys.executable, "-m", "agentworld", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"})
 
 
 def test_the_commands_that_read_a_world_refuse_a_bomb_in_its_controls(tmp_path: Path) -> None:
@@ -117,8 +118,9 @@ def test_the_commands_that_read_a_world_refuse_a_bomb_in_its_controls(tmp_path: 
     (world / "controls" / "flaky.yaml").write_text(bomb() + "faults: []\n")
     where = "world/controls/flaky.yaml:"
     runs = [("serve", "mcp", "--world", "world", "--model", "scripted"),
-            ("train", "rollout", "--world", "world", "--agent-base-url", "http://127.0.0.1:9/v1", "--agent-model",
-             "a", "--model-base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", "ep.jsonl")]
+            ("train", "rollout", "--world", "world", "--agent-base-url", "http://127.0.0.1:9/v1",
+             "--agent-model", "a", "--model-base-url", "http://127.0.0.1:9/v1", "--model", "m",
+             "--out", "ep.jsonl")]
     for args in runs:
         start = time.monotonic()
         done = _cli(*args, cwd=tmp_path)

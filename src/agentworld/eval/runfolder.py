@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
+from agentworld.inputs import lines, parse_json, read_bytes
 from agentworld.io import atomic_write_text, dumps, loads
 from agentworld.outputs import is_empty
 
@@ -59,8 +60,8 @@ def _run_config(folder: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        stored = loads(path.read_bytes())
-    except (OSError, ValueError):
+        stored = parse_json(read_bytes(path), path=path)
+    except DataError:
         return None
     return stored if is_run_config(stored) else None
 
@@ -129,24 +130,21 @@ def read_records(path: Path, record: type[Record]) -> dict[str, Record]:
         DataError: a whole line is not a valid ``record`` (file, line, sample id and field named).
     """
     rows: dict[str, Record] = {}
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return rows
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue  # a torn last line: the journal's next opening sets it aside
-            try:
-                parsed = record.model_validate(row)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                sample = str(row.get("id")) if isinstance(row, dict) and "id" in row else None
-                raise DataError(f"not a {record.__name__}: {first['msg']}", path=str(path), line=number,
-                                sample_id=sample, field=".".join(map(str, first["loc"])) or None) from None
-            rows[str(getattr(parsed, "id"))] = parsed  # noqa: B009 (every record has an id)
+    for number, _, raw in lines(path, what="journal"):
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue  # a torn last line: the journal's next opening sets it aside
+        try:
+            parsed = record.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            sample = str(row.get("id")) if isinstance(row, dict) and "id" in row else None
+            raise DataError(f"not a {record.__name__}: {first['msg']}", path=str(path), line=number,
+                            sample_id=sample, field=".".join(map(str, first["loc"])) or None) from None
+        rows[str(getattr(parsed, "id"))] = parsed  # noqa: B009 (every record has an id)
     return rows
 
 
