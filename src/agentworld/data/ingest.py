@@ -196,8 +196,7 @@ def ingest_plain(path: str | Path, fmt: str = "auto", *, on_error: OnError = "ra
     converters take one, so it is passed on only when given.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError("no such file", path=str(path))
+    open_file(path, what="data file").close()  # missing, a FIFO, a device, a folder: said before any read
     converter = get_converter(detect_format(path) if fmt == "auto" else fmt, **options)
     if report is not None:
         report.files.append(str(path))
