@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import tempfile
@@ -350,11 +351,28 @@ def _alarm(*_: Any) -> None:
     raise _Slow
 
 
+@contextlib.contextmanager
+def bounded(seconds: int, memory_bytes: int = 2 << 30) -> Iterator[None]:
+    """At most ``seconds`` (SIGALRM raises :class:`_Slow`) and ``memory_bytes`` more address space
+    (a lowered soft ``RLIMIT_AS``: past it an allocation raises MemoryError) for the block."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    used = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    limit = used + memory_bytes if hard == resource.RLIM_INFINITY else min(hard, used + memory_bytes)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        signal.signal(signal.SIGALRM, previous)
+
+
 @pytest.mark.parametrize("name", sorted(_readers()))
 @given(data=st.data(), kind=st.sampled_from(hostile.FILE_KINDS))
 def test_reader_functions(name: str, data: st.DataObject, kind: str) -> None:
-    """A value or a DataError naming the file, within a time bound (SIGALRM ends a hang or a walk of
-    an expanded tree; the memory bound is the CLI tests')."""
+    """A value or a DataError naming the file, within a time and a memory bound (:func:`bounded`)."""
     from agentworld.errors import AgentWorldError
 
     read, documents = _readers()[name]
@@ -362,17 +380,13 @@ def test_reader_functions(name: str, data: st.DataObject, kind: str) -> None:
     count(target)
     for c in case():
         path = c.put("file.yaml" if "yaml" in name or "config" in name else "file.jsonl", text, kind)
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(10)
         with surveyed(target):
             try:
-                read(path)
+                with bounded(10):
+                    read(path)
             except AgentWorldError as exc:
                 assert path.name in str(exc), f"the error does not name the file: {exc}"
             except _Slow:
                 raise AssertionError("still reading after 10 s") from None
-            except Exception as exc:  # the property: nothing but a DataError
+            except Exception as exc:  # the property: nothing but a DataError (MemoryError included)
                 raise AssertionError(f"raised {type(exc).__name__}: {exc}"[:300]) from None
-            finally:
-                signal.alarm(0)
-                signal.signal(signal.SIGALRM, previous)
