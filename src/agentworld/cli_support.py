@@ -24,6 +24,7 @@ parts inside the command body, so ``--help`` stays fast.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from collections.abc import Callable
@@ -35,7 +36,7 @@ import typer
 from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 
-from agentworld.errors import AgentWorldError
+from agentworld.errors import AgentWorldError, DataError
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -200,13 +201,19 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
                   if k in config_cls.model_fields and v is not None}
         from agentworld.outputs import release_all
 
+        source = values.pop(CONFIG_FILE) if from_file else None
         try:  # the outputs are let go of however the body ends (also when a sub-app is invoked alone)
             if from_file:
-                config = _merged(config_cls, values.pop(CONFIG_FILE), fields)
+                config = _merged(config_cls, source, fields)
             else:
                 config = validate_options(config_cls, fields)
                 claim_outputs(config)
             run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
+        except DataError as exc:
+            given = (exc.field or "").split(".")[0] in config_cls.model_fields
+            if source is None or exc.path is not None or not given:
+                raise
+            raise dataclasses.replace(exc, path=str(source)) from None  # a field the config file gave
         finally:
             release_all()
 

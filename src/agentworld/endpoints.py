@@ -170,11 +170,12 @@ def base_urls(value: str | list[str] | tuple[str, ...]) -> list[str]:
         if item.startswith("@"):
             from_file = True
             path = Path(item[1:]).expanduser()
+            from agentworld.inputs import read_text
+
             try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = getattr(exc, "strerror", None) or exc
-                raise ValueError(f"cannot read the list of URLs {path}: {reason}") from None
+                lines = read_text(path, what="list of URLs").splitlines()
+            except AgentWorldError as exc:  # missing, a FIFO, a device, too large, not UTF-8
+                raise ValueError(str(exc)) from None
             entries = [(f"{path}:{n}", line.split("#", 1)[0].strip()) for n, line in enumerate(lines, 1)]
         else:
             entries = [("", part.strip()) for part in item.split(",")]

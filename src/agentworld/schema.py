@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agentworld.errors import DataError
+from agentworld.inputs import lines
 from agentworld.io import atomic_write_jsonl
 
 OBSERVATION_MARKER = "**Environment Observation:**"
@@ -224,15 +225,12 @@ def read_bench_jsonl(path: str | Path, *,
 
 def _numbered_rows(path: Path, known_domains: Iterable[str] | None) -> Iterator[tuple[int, BenchSample]]:
     known_domains = None if known_domains is None else tuple(known_domains)
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
-            yield lineno, parse_row(row, path=str(path), line=lineno, known_domains=known_domains)
+    for lineno, _, raw in lines(path, what="data file"):
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
+        yield lineno, parse_row(row, path=str(path), line=lineno, known_domains=known_domains)
 
 
 def write_bench_jsonl(path: str | Path, samples: Iterable[BenchSample]) -> None:
@@ -250,8 +248,8 @@ def discover_data(paths: Sequence[str | Path], pattern: str = "*_test.jsonl") ->
             if not found:
                 raise DataError(f"folder holds no {pattern} files", path=str(p))
             files.extend(found)
-        elif p.is_file():
-            files.append(p)
+        elif p.is_file() or p.is_symlink() or p.exists():
+            files.append(p)  # not a regular file (a FIFO, a device, a dangling link): its reader says so
         else:
             raise DataError("no such file or folder", path=str(p))
     return files

@@ -57,6 +57,7 @@ from agentworld.data.records import PlainSample
 from agentworld.data.sides import Side, SideGuard, check_paths, eval_path_for, side_of, write_sides
 from agentworld.data.types import TrainSample
 from agentworld.errors import DataError
+from agentworld.inputs import lines
 from agentworld.io import atomic_write_text
 
 FORMATS: tuple[str, ...] = ("trl", "llama-factory", "ms-swift", "hf-datasets", "agentworld-bench", "samples")
@@ -301,13 +302,11 @@ def read_samples(path: Path) -> Iterator[TrainSample]:
 
 
 def _jsonl(path: Path) -> Generator[tuple[int, Any], None, None]:
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if raw.strip():
-                try:
-                    yield lineno, orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
+    for lineno, _, raw in lines(path, what="data file"):
+        try:
+            yield lineno, orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
 
 
 def _chain(first: tuple[int, Any], rest: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:

@@ -41,6 +41,7 @@ from agentworld.data.bench_rows import BenchRow, OpenSessions, is_incremental, j
 from agentworld.data.records import PlainTrajectory
 from agentworld.domains import DEFAULT_DOMAIN, domain_names
 from agentworld.errors import DataError
+from agentworld.inputs import lines, max_input_bytes, open_file, parse_json, read_bytes
 from agentworld.schema import Trajectory, Turn
 
 log = logging.getLogger(__name__)
@@ -125,8 +126,8 @@ def skip_or_raise(err: DataError, on_error: OnError, report: IngestReport | None
 
 def array_document(path: Path) -> bool:
     """A JSON array file (as opposed to JSONL, where a line may itself be a list of messages)."""
-    with open(path, "rb") as handle:
-        head = handle.readline()
+    with open_file(path, what="data file") as handle:
+        head = handle.readline(max_input_bytes() + 1).removeprefix(b"\xef\xbb\xbf")
         if not head.lstrip().startswith(b"["):
             return False
         try:
@@ -153,26 +154,19 @@ def located_records(path: Path, on_error: OnError = "raise", report: IngestRepor
                     ) -> Iterator[tuple[int | None, int | None, int, Any]]:
     """:func:`records` with each line's byte offset: ``(line, offset, index, record)`` (None for arrays)."""
     if array_document(path):
-        try:
-            items = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(path)) from None
+        items = parse_json(read_bytes(path, what="data file").removeprefix(b"\xef\xbb\xbf"), path=path)
         yield from ((None, None, i, item) for i, item in enumerate(items))
         return
-    with open(path, "rb") as handle:
-        index, offset = 0, 0
-        for lineno, raw in enumerate(handle, start=1):
-            start, offset = offset, offset + len(raw)
-            if raw.isspace():  # a blank line (what strip() would empty, without copying the line)
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                err = DataError(f"malformed JSON: {exc}", path=str(path), line=lineno)
-                skip_or_raise(err, on_error, report)
-                continue
-            yield lineno, start, index, obj
-            index += 1
+    index = 0
+    for lineno, start, raw in lines(path, what="data file"):
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            err = DataError(f"malformed JSON: {exc}", path=str(path), line=lineno)
+            skip_or_raise(err, on_error, report)
+            continue
+        yield lineno, start, index, obj
+        index += 1
 
 
 def detect_format(path: Path) -> str:
@@ -202,8 +196,7 @@ def ingest_plain(path: str | Path, fmt: str = "auto", *, on_error: OnError = "ra
     converters take one, so it is passed on only when given.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError("no such file", path=str(path))
+    open_file(path, what="data file").close()  # missing, a FIFO, a device, a folder: said before any read
     converter = get_converter(detect_format(path) if fmt == "auto" else fmt, **options)
     if report is not None:
         report.files.append(str(path))
@@ -286,7 +279,7 @@ class BenchConverter:
         if group:
             yield self._joined(group, path)
         if sessions is not None:
-            with open(path, "rb") as handle:
+            with open_file(path, what="data file") as handle:
                 for last in sessions.latest_rows(lambda offset: self._reread(handle, offset, path)):
                     meta = {k: v for k, v in _lifted(last.meta, path).items() if k != "incremental"}
                     yield session_trajectory(last, meta)

@@ -43,6 +43,12 @@ class OpenAIChatConverter:
     def read(self, path: Path, *, on_error: OnError = "raise", report: IngestReport | None = None,
              source: RecordSource | None = None) -> Iterator[Trajectory]:
         for line, index, item in ingest.records(path, on_error, report, source):
+            if not isinstance(item, list | dict):
+                where = f"item {index + 1}: " if line is None else ""
+                err = DataError(f"{where}expected a message list or an object with 'messages', got "
+                                f"{type(item).__name__}", path=str(path), line=line)
+                skip_or_raise(err, on_error, report)
+                continue
             extra = {k: v for k, v in item.items() if k not in ("messages", "traj")} \
                 if isinstance(item, dict) else {}
             tid = _chat_id(extra, path, index)

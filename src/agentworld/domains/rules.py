@@ -25,6 +25,23 @@ from agentworld.schema import BenchSample, strip_marker
 
 Tier = Literal["deterministic", "environment", "metadata"]
 
+MAX_SCORED_CHARS = 200_000
+"""The most characters of one text the rule tier compares: of a prediction, of its ground truth, and of
+the session's earlier turns together (the latest kept). Observations run to a few thousand characters
+(the shipped corpora's longest is under 6,000); what the rule tier does per line (masking runtime
+metadata, classifying, counting) made one 200 MB row cost minutes, so past this a score says it was
+capped (``RuleScore.capped_at``) instead."""
+
+
+def cut(text: str, limit: int | None = None) -> str:
+    """The first ``limit`` (default :data:`MAX_SCORED_CHARS`) characters of ``text``, ended at the last
+    line break within them (so no line is torn) unless there is none; ``text`` itself when not longer."""
+    limit = MAX_SCORED_CHARS if limit is None else limit
+    if len(text) <= limit:
+        return text
+    end = text.rfind("\n", 0, limit)
+    return text[:end] if end > 0 else text[:limit]
+
 
 @dataclass(frozen=True)
 class Session:
@@ -33,12 +50,23 @@ class Session:
     domain: str
     action: str = ""
     history: tuple[tuple[str, str], ...] = ()
+    cut: bool = False
+    """Whether the earlier turns were longer than :data:`MAX_SCORED_CHARS` together (the latest kept)."""
 
     @classmethod
     def of(cls, domain: str, sample: BenchSample | None) -> Session:
+        """The sample's session, at most :data:`MAX_SCORED_CHARS` of its earlier turns (the latest)."""
         if sample is None:
             return cls(domain)
-        return cls(domain, sample.action, tuple(sample.history()))
+        budget, kept = MAX_SCORED_CHARS, []
+        history = sample.history()
+        for action, observation in reversed(history):
+            if budget <= 0:
+                break
+            kept.append((cut(action, budget), cut(observation, max(budget - len(action), 0))))
+            budget -= len(action) + len(observation)
+        was_cut = budget < 0 or len(kept) < len(history) or len(sample.action) > MAX_SCORED_CHARS
+        return cls(domain, cut(sample.action), tuple(reversed(kept)), was_cut)
 
     def seen(self) -> frozenset[str]:
         """Masked, normalised lines of every earlier action and observation."""

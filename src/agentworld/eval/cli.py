@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentworld.cli_support import config_command, new_app
 from agentworld.errors import AgentWorldError
 from agentworld.eval.config import EvalConfig, InferConfig, JudgeConfig
-from agentworld.inputs import read_jsonl
 from agentworld.redact import redact_text
 
 if TYPE_CHECKING:
@@ -101,16 +100,13 @@ def _judge(config: JudgeConfig) -> None:
 
 def _score(config: ScoreConfig, as_json: bool = False) -> None:
     from agentworld.eval.runner import score_run
-    from agentworld.eval.score import score_official_judged
+    from agentworld.eval.score import read_official_judged, score_official_judged
 
     with _errors():
         if (config.run is None) == (config.judged is None):
             raise AgentWorldError("give exactly one of --run DIR or --judged FILE")
         if config.judged is not None:
-            if not config.judged.is_file():
-                raise AgentWorldError(f"{config.judged}: no such file")
-            rows: list[dict[str, Any]] = [row for _, row in read_jsonl(config.judged)]
-            report = score_official_judged(rows)
+            report = score_official_judged(read_official_judged(config.judged))
         else:
             assert config.run is not None
             report = score_run(config.run)

@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from agentworld.domains.prompt_view import PromptView
 from agentworld.endpoints import JudgeEndpoint, ModelEndpoint, max_response_field
 from agentworld.errors import ConfigMismatchError, DataError
+from agentworld.inputs import check_file
 from agentworld.redact import redact_url
 
 JudgeMode = Literal["rubric", "turing", "reference"]
@@ -174,6 +175,8 @@ def fingerprint_paths(paths: list[Path], field: str) -> str:
             files += sorted(p for p in path.rglob("*") if p.is_file())
         elif path.is_file():
             files.append(path)
+        elif path.exists():  # a FIFO or a device: refused before anything opens it
+            check_file(path, max_bytes=0, what=field)
         else:
             raise DataError("no such file or folder", path=str(path), field=field)
     return fingerprint_file(files)

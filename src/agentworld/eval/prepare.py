@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -120,6 +121,11 @@ def _judge_backend(config: EvalConfig) -> ChatBackend:
     return make_backend(config.judge_endpoint(), config)
 
 
+def absolute(path: Path) -> Path:
+    """``path`` made absolute, its links kept: errors and ``config.json`` name the file as it was given."""
+    return Path(os.path.abspath(path))
+
+
 def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend | None,
             predicting: bool = True, rejudge: bool = False) -> RunState:
     """Validate everything, then check or write ``config.json``; no request is sent.
@@ -128,8 +134,8 @@ def prepare(config: EvalConfig, *, model: ChatBackend | None, judge: ChatBackend
     changed configuration or an unknown backend leave ``config.out`` as it was.
     """
     stored = open_out_folder(config.out) or {}
-    config = config.model_copy(update={"data": [p.resolve() for p in config.data],
-                                       "model_corpus": [p.resolve() for p in config.model_corpus]})
+    config = config.model_copy(update={"data": [absolute(p) for p in config.data],
+                                       "model_corpus": [absolute(p) for p in config.model_corpus]})
     if config.judge_base_url and not config.judge_model and not config.no_judge:
         raise AgentWorldError("--judge-base-url needs --judge-model (the judge's model name)")
     samples = select_samples(config)

@@ -9,19 +9,19 @@ can be mailed or archived as is; every piece of data is HTML-escaped.
 from __future__ import annotations
 
 import difflib
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 from agentworld.domains.registry import domain_names, report_order
-from agentworld.errors import AgentWorldError
+from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
 from agentworld.eval.rules.baselines import BASELINES
 from agentworld.eval.rules.context import rule_tier
 from agentworld.eval.runfolder import RunFolder
 from agentworld.eval.score import normalise, score_rows
+from agentworld.inputs import parse_json, read_text
 from agentworld.io import atomic_write_text
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.report_style import FILTER_JS, Html, escape, filter_bar, html_table, page
@@ -39,9 +39,24 @@ def _config(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "config.json"
     if not path.exists():
         return {}
-    cfg = json.loads(path.read_text("utf-8"))
-    flat = {**(cfg.get("infer") or {}), **(cfg.get("judge") or {})}
+    cfg = _mapping(path)
+    flat = {**_section(cfg, "infer", path), **_section(cfg, "judge", path)}
     return {**flat, **{k: v for k, v in cfg.items() if k not in ("infer", "judge")}}
+
+
+def _mapping(path: Path) -> dict[str, Any]:
+    """A run folder's JSON object file, read as untrusted (:mod:`agentworld.inputs`)."""
+    found = parse_json(read_text(path), path=path)
+    if not isinstance(found, dict):
+        raise DataError(f"expected a JSON object, got {type(found).__name__}", path=str(path))
+    return found
+
+
+def _section(data: dict[str, Any], name: str, path: Path) -> dict[str, Any]:
+    value = data.get(name) or {}
+    if not isinstance(value, dict):
+        raise DataError(f"expected an object, got {type(value).__name__}", path=str(path), field=name)
+    return value
 
 
 def _samples(run_dir: Path, cfg: dict[str, Any]) -> tuple[list[BenchSample], str]:
@@ -255,7 +270,8 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     domain_of = {s.id: s.domain for s in samples} | {k: v.domain for k, v in preds.items()}
     ids = [s.id for s in samples if s.id in preds] + [k for k in preds if k not in truth]
     if (run_dir / "scores.json").exists():
-        scores = json.loads((run_dir / "scores.json").read_text("utf-8"))
+        scores = _mapping(run_dir / "scores.json")
+        _section(scores, "domains", run_dir / "scores.json")
     else:
         counts = Counter(s.domain for s in samples) or Counter(domain_of[i] for i in ids)
         scores = score_rows(counts, preds.values(), judged.values(), rules.values(),

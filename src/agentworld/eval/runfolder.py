@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentworld.errors import AgentWorldError, DataError
 from agentworld.eval.records import JudgmentRow, PredictionRow, RuleRow
+from agentworld.inputs import lines
 from agentworld.io import atomic_write_text, dumps, loads
 from agentworld.marks import read_small
 from agentworld.outputs import is_empty
@@ -133,24 +134,21 @@ def read_records(path: Path, record: type[Record]) -> dict[str, Record]:
         DataError: a whole line is not a valid ``record`` (file, line, sample id and field named).
     """
     rows: dict[str, Record] = {}
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return rows
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue  # a torn last line: the journal's next opening sets it aside
-            try:
-                parsed = record.model_validate(row)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                sample = str(row.get("id")) if isinstance(row, dict) and "id" in row else None
-                raise DataError(f"not a {record.__name__}: {first['msg']}", path=str(path), line=number,
-                                sample_id=sample, field=".".join(map(str, first["loc"])) or None) from None
-            rows[str(getattr(parsed, "id"))] = parsed  # noqa: B009 (every record has an id)
+    for number, _, raw in lines(path, what="journal"):
+        try:
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue  # a torn last line: the journal's next opening sets it aside
+        try:
+            parsed = record.model_validate(row)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            sample = str(row.get("id")) if isinstance(row, dict) and "id" in row else None
+            raise DataError(f"not a {record.__name__}: {first['msg']}", path=str(path), line=number,
+                            sample_id=sample, field=".".join(map(str, first["loc"])) or None) from None
+        rows[str(getattr(parsed, "id"))] = parsed  # noqa: B009 (every record has an id)
     return rows
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.domains import OFFICIAL_DEFAULT_DOMAIN, report_order
+from agentworld.errors import DataError
 from agentworld.eval.records import (
     JudgmentRow,
     PredictionRow,
@@ -29,6 +30,7 @@ from agentworld.eval.records import (
 from agentworld.eval.rules.baselines import BASELINES
 from agentworld.eval.rules.context import RuleTier, rule_tier
 from agentworld.eval.runfolder import RunFolder
+from agentworld.inputs import read_jsonl
 from agentworld.models.parsing import SCORE_DIMENSIONS
 from agentworld.report_style import text_table
 from agentworld.schema import BenchSample
@@ -128,6 +130,27 @@ def score_official_judged(rows: Sequence[Mapping[str, Any]]) -> ScoreReport:
                                     no_generation=no_gen, judge_failures=len(group) - len(valid) - no_gen,
                                     **rubric_dims(valid))
     return ScoreReport(domains=domains, overall=overall(domains, totals), judge={"source": "judged.jsonl"})
+
+
+def read_official_judged(path: Path) -> list[dict[str, Any]]:
+    """The rows of an official ``judged.jsonl``, each checked for what :func:`score_official_judged`
+    reads: an object whose ``task`` is a string and whose scores (``failed``, ``total_score``, the
+    rubric dimensions) are numbers or null. Errors name the file, line, sample id and field."""
+    rows: list[dict[str, Any]] = []
+    for line, row in read_jsonl(path):
+        if not isinstance(row, dict):
+            raise DataError(f"expected a JSON object, got {type(row).__name__}", path=str(path), line=line)
+        sample = str(row["id"]) if "id" in row else None
+        if not isinstance(row.get("task", ""), str):
+            raise DataError(f"expected a string, got {type(row['task']).__name__}", path=str(path), line=line,
+                            sample_id=sample, field="task")
+        for name in ("failed", *SCORE_FIELDS):
+            value = row.get(name)
+            if value is not None and not isinstance(value, int | float):
+                raise DataError(f"expected a number, got {type(value).__name__}", path=str(path), line=line,
+                                sample_id=sample, field=name)
+        rows.append(row)
+    return rows
 
 
 def _ab_rates(rows: list[JudgmentRow], n: int, mode: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from agentworld.domains.registry import domain_names
 from agentworld.errors import DataError
+from agentworld.inputs import lines
 from agentworld.schema import (
     BenchSample,
     Trajectory,
@@ -39,14 +40,11 @@ def trajectory_rows(traj: Trajectory) -> list[BenchSample]:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line, record)`` for each non-blank line of a JSONL file; malformed JSON is a located error."""
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            if raw.isspace():
-                continue
-            try:
-                yield lineno, orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
+    for lineno, _, raw in lines(path, what="corpus file"):
+        try:
+            yield lineno, orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"malformed JSON: {exc}", path=str(path), line=lineno) from None
 
 
 def _unified_rows(path: Path) -> Iterator[BenchSample]:

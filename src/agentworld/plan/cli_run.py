@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.domains.hooks import domain_actions
-from agentworld.errors import AgentWorldError
+from agentworld.errors import AgentWorldError, DataError
+from agentworld.inputs import parse_json, read_text
 from agentworld.plan.cli import PlanConfig
 from agentworld.plan.records import PlanResult, RankedCandidate
 
@@ -40,12 +41,10 @@ def parse_candidate(text: str, domain: str, index: int) -> Any:
 
 def load_history(path: Path) -> list[tuple[Any, str]]:
     """The ``--history`` file's (action, observation) pairs; errors name the file and the item."""
-    if path.stat().st_size > MAX_HISTORY_BYTES:
-        raise AgentWorldError(f"--history {path}: larger than {MAX_HISTORY_BYTES} bytes")
     try:
-        items = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise AgentWorldError(f"--history {path}: not valid JSON ({exc})") from None
+        items = parse_json(read_text(path, max_bytes=MAX_HISTORY_BYTES, what="--history file"), path=path)
+    except DataError as exc:
+        raise AgentWorldError(f"--history {exc}") from None
     if not isinstance(items, list):
         raise AgentWorldError(f"--history {path}: expected a JSON list of {{action, observation}} objects")
     pairs = []

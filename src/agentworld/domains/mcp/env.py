@@ -52,7 +52,8 @@ class McpEnvironment:
         files, changes, command, timeout_s = self._setup
         self._janitor = Janitor()
         try:
-            folder = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-"))
+            # resolved: a server that resolves its folder (a temp folder behind a link) names it as we do
+            folder = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-")).resolve()
             self._janitor.track(folder)
             root = folder / "workspace"
             root.mkdir()

@@ -55,7 +55,7 @@ def record_scenario(scenario: McpScenario, *, janitor: Janitor, command: Sequenc
     from agentworld.io import read_journal
 
     server = preset(scenario.server)
-    run_dir = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-"))
+    run_dir = Path(tempfile.mkdtemp(prefix=f"agentworld-mcp-{os.getpid()}-")).resolve()  # as servers name it
     janitor.track(run_dir)
     started, clock = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
     try:

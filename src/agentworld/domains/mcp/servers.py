@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -130,9 +131,22 @@ def preset(name: str) -> ServerPreset:
     return PRESETS[name]
 
 
+_CLIMB = re.compile(r"(?:^|/)\.\.(?:/|$)")
+"""A ``..`` segment of a path."""
+
+
 @dataclass(frozen=True)
 class PathMap:
-    """Swaps a folder's real path and :data:`DISPLAY_ROOT` in texts and arguments (both ways)."""
+    """Swaps a folder's real path and :data:`DISPLAY_ROOT` in texts and arguments (both ways).
+
+    Why more than the folder itself: what the agent sees and what rows hold must not tell where the
+    folder lives on the host (nor differ from one run to the next). So the texts shown map the folder
+    (and its resolved real path) to ``/workspace`` and the folder above it, the session's own
+    temporary folder (and its real path), to ``/``, the root above ``/workspace``. And a lone path
+    argument that climbs with ``..`` (``/workspace/../x``, ``../x``) is resolved against
+    ``/workspace`` before it is sent, so the server sees ``/x`` as the agent meant it, never a path
+    in the temporary folders above the real one, and its answers cannot name them.
+    """
 
     real: str
 
@@ -140,13 +154,29 @@ class PathMap:
         return re.sub(re.escape(old) + r"(?![\w.-])", lambda _m: new, text)
 
     def shown(self, text: str) -> str:
-        """Text as rows hold it: the real folder written as ``/workspace``."""
-        return self._sub(text, self.real, DISPLAY_ROOT)
+        """Text as rows hold it: the real folder written as ``/workspace``, the one above it as ``/``."""
+        real = self.real.rstrip("/") or "/"
+        parent = os.path.dirname(real)
+        for host in dict.fromkeys((real, os.path.realpath(real))):
+            text = self._sub(text, host, DISPLAY_ROOT)
+        for host in dict.fromkeys((parent, os.path.realpath(parent))):
+            if host != "/":
+                text = re.sub(re.escape(host) + r"(?:(?=/)|(?![\w.-]))",
+                              lambda m: "" if m.string.startswith("/", m.end()) else "/", text)
+        return text
+
+    def _virtual(self, value: str) -> str:
+        """A lone path climbing with ``..``, resolved against :data:`DISPLAY_ROOT` (no file touched)."""
+        if not _CLIMB.search(value) or any(c.isspace() for c in value):
+            return value
+        joined = value if value.startswith("/") else f"{DISPLAY_ROOT}/{value}"
+        return "/" + posixpath.normpath(joined).lstrip("/")
 
     def actual(self, value: Any) -> Any:
-        """Arguments as the server needs them: ``/workspace`` written as the real folder."""
+        """Arguments as the server needs them: ``/workspace`` written as the real folder (a lone path
+        climbing out of it resolved first, see the class doc)."""
         if isinstance(value, str):
-            return self._sub(value, DISPLAY_ROOT, self.real)
+            return self._sub(self._virtual(value), DISPLAY_ROOT, self.real)
         if isinstance(value, list):
             return [self.actual(v) for v in value]
         if isinstance(value, dict):

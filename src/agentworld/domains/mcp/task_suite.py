@@ -35,6 +35,8 @@ from agentworld.domains.mcp.task_records import (
     RelationIs,
 )
 from agentworld.domains.mcp.task_templates import TEMPLATES
+from agentworld.errors import DataError
+from agentworld.inputs import jsonl_rows, read_bytes, read_text
 
 if TYPE_CHECKING:
     from agentworld.domains.mcp.env import McpEnvironment
@@ -136,7 +138,10 @@ def _unmet(e: Expectation, root: Path) -> str | None:
         path = _real(root, e.path)
         if not path.is_file():
             return f"{e.path} is {'a directory' if path.is_dir() else 'missing'}, wanted a file"
-        got = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            got = read_bytes(path, root=root).decode("utf-8", "replace")
+        except DataError as err:
+            return f"{e.path} cannot be read: {str(err).removeprefix(str(path)).lstrip(': ')}"
         return None if _text(got) == _text(e.content) else \
             f"{e.path} holds {_short(got)}, wanted {_short(e.content)}"
     if isinstance(e, Missing):
@@ -147,10 +152,11 @@ def _unmet(e: Expectation, root: Path) -> str | None:
 
 
 def _graph(root: Path) -> tuple[dict[str, dict[str, Any]], set[tuple[str, str, str]]]:
+    """The memory server's graph from its ``memory.jsonl``, split on ``"\\n"`` only: the server writes
+    U+2028 and U+2029 inside strings raw, which ``str.splitlines`` would take for line ends."""
     path, entities, relations = root / "memory.jsonl", {}, set()
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    for line in filter(str.strip, lines):
-        item = json.loads(line)
+    text = read_text(path, root=root) if path.is_file() else ""
+    for _, item in jsonl_rows(text, path=f"{DISPLAY_ROOT}/memory.jsonl"):
         if item.get("type") == "entity":
             entities[item.get("name")] = item
         elif item.get("type") == "relation":
@@ -161,7 +167,7 @@ def _graph(root: Path) -> tuple[dict[str, dict[str, Any]], set[tuple[str, str, s
 def _unmet_memory(e: EntityIs | NoEntity | RelationIs, root: Path) -> str | None:
     try:
         entities, relations = _graph(root)
-    except (ValueError, AttributeError) as err:
+    except (DataError, AttributeError) as err:
         return f"{DISPLAY_ROOT}/memory.jsonl is not the memory server's JSON lines: {err}"
     if isinstance(e, NoEntity):
         return f"entity {e.name!r} is still in the memory graph" if e.name in entities else None

@@ -15,7 +15,6 @@ session starts and is not recorded (files it writes under ``/app`` and ``/root``
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,6 +28,7 @@ from agentworld.domains.actions import format_terminal_action
 from agentworld.envs.sandbox import SandboxConfig, SandboxError, container_id
 from agentworld.envs.terminal import MAX_DURATION_S, TerminalSession
 from agentworld.errors import AgentWorldError, DataError
+from agentworld.inputs import parse_json, read_text
 from agentworld.io import JsonlJournal, atomic_write_jsonl, read_journal
 from agentworld.schema import OBSERVATION_MARKER, Trajectory, Turn
 
@@ -129,10 +129,7 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     out: list[Scenario] = []
     seen: dict[str, str] = {}
     for file in files:
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"malformed JSON: {exc}", path=str(file)) from None
+        data = parse_json(read_text(file, what="scenario file"), path=file)
         if not isinstance(data, list):
             raise DataError("expected a JSON list of scenarios", path=str(file))
         for index, item in enumerate(data):

@@ -28,7 +28,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentworld.domains.content import check_metadata, mask
-from agentworld.domains.rules import Session, clean, lines_of, multiset_f1, norm, rules_for
+from agentworld.domains.rules import (
+    MAX_SCORED_CHARS,
+    Session,
+    clean,
+    cut,
+    lines_of,
+    multiset_f1,
+    norm,
+    rules_for,
+)
 from agentworld.schema import BenchSample
 
 WEIGHTS: dict[str, float] = {"exact": 0.10, "line_f1": 0.20, "token_f1": 0.15, "deterministic": 0.35,
@@ -62,6 +71,11 @@ class RuleScore(BaseModel):
     nor is a frame-only prediction whenever the truth has content."""
     overall: float
     details: dict[str, Any] = Field(default_factory=dict)
+    capped_at: int | None = None
+    """Set (to :data:`~agentworld.domains.rules.MAX_SCORED_CHARS`) when the prediction, the truth or the
+    session's earlier turns were longer: the scores compared the first that many characters of each
+    (cut at a line end; ``details["capped"]`` has the lengths), while ``exact`` and ``verified`` also
+    require the uncompared rests to be equal, character for character."""
 
 
 def score_rules(domain: str, prediction: str, ground_truth: str,
@@ -73,14 +87,16 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
     """
     rules, own = rules_for(domain)
     session = Session.of(domain, sample)
-    pred, truth = clean(prediction), clean(ground_truth)
+    whole_pred, whole_truth = clean(prediction), clean(ground_truth)
+    pred, truth = cut(whole_pred), cut(whole_truth)
+    rests_equal = whole_pred[len(pred):] == whole_truth[len(truth):]
     t_units, p_units = rules.units(truth), rules.units(pred)
     t_frame, p_frame = rules.frame(t_units, session), rules.frame(p_units, session)
     t_content = [u for u, f in zip(t_units, t_frame, strict=True) if not f]
     p_content = [u for u, f in zip(p_units, p_frame, strict=True) if not f]
     has_content = bool(t_content)
     t_masked, p_masked = [norm(mask(u).text) for u in t_content], [norm(mask(u).text) for u in p_content]
-    exact = [norm(u) for u in p_content] == [norm(u) for u in t_content]
+    exact = [norm(u) for u in p_content] == [norm(u) for u in t_content] and rests_equal
     line_f1 = multiset_f1(p_masked, t_masked)
     tiers = rules.classify(t_units, session)
     det = [norm(mask(u).text) for u, tier, f in zip(t_units, tiers, t_frame, strict=True)
@@ -98,18 +114,24 @@ def score_rules(domain: str, prediction: str, ground_truth: str,
     else:
         frame = [norm(mask(u).text) for u, f in zip(p_units, p_frame, strict=True) if f]
         overall = content * multiset_f1(frame, [norm(mask(u).text) for u in t_units]) / 100
-    verified = rules.verdict(p_units) == rules.verdict(t_units) and bool(p_content) == has_content
+    verified = (rests_equal and rules.verdict(p_units) == rules.verdict(t_units)
+                and bool(p_content) == has_content)
     details = {"line_f1_raw": round(multiset_f1(lines_of(pred), lines_of(truth)), 2),
                "tiers": dict(Counter(t for t, f in zip(tiers, t_frame, strict=True) if not f)),
                "frame_units": sum(t_frame), "content_units": len(t_content), "metadata": meta.per_kind,
                "structure": checks, "weights": {k: WEIGHTS[k] for k in used},
                "rules": domain if own else "generic"}
+    capped = pred != whole_pred or truth != whole_truth or session.cut
+    if capped:
+        details["capped"] = {"prediction_chars": len(whole_pred), "truth_chars": len(whole_truth),
+                             "compared_chars": [len(pred), len(truth)], "history_cut": session.cut}
     r2 = lambda v: None if v is None else round(v, 2)  # noqa: E731
     return RuleScore(exact=exact, line_f1=round(line_f1, 2), deterministic=r2(deterministic),
                      metadata_valid=r2(meta.score), structure=round(structure, 2), content=round(content, 2),
-                     has_content=has_content, verified=verified, overall=round(overall, 2), details=details)
+                     has_content=has_content, verified=verified, overall=round(overall, 2), details=details,
+                     capped_at=MAX_SCORED_CHARS if capped else None)
 
 
 def frame_only_prediction(domain: str, ground_truth: str, sample: BenchSample | None = None) -> str:
     """What a predictor that knows the domain's frame and nothing of the content writes."""
-    return rules_for(domain)[0].frame_only(clean(ground_truth), Session.of(domain, sample))
+    return rules_for(domain)[0].frame_only(cut(clean(ground_truth)), Session.of(domain, sample))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentworld.errors import AgentWorldError, DataError
+from agentworld.inputs import parse_json, read_text
 from agentworld.io import atomic_write_jsonl, atomic_write_text
 from agentworld.outputs import LOCK_NAME
 from agentworld.synth.fiction.bible import Bible, check_bible, parse_bible
@@ -99,14 +100,9 @@ def build_world(config: FictionConfig) -> dict[str, Any]:
 def load_bible(folder: str | Path) -> Bible:
     """The bible of a fictional world folder; errors name the file and field."""
     path = Path(folder) / "bible.json"
-    try:
-        if path.stat().st_size > MAX_BIBLE_BYTES:
-            raise DataError(f"larger than {MAX_BIBLE_BYTES} bytes", path=str(path))
-        data = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise DataError("missing (not a fictional world folder)", path=str(path)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"cannot read: {exc}", path=str(path)) from None
+    if not path.exists() and not path.is_symlink():
+        raise DataError("missing (not a fictional world folder)", path=str(path))
+    data = parse_json(read_text(path, root=folder, max_bytes=MAX_BIBLE_BYTES), path=path)
     return parse_bible(data, str(path))
 
 

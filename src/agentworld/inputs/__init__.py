@@ -6,12 +6,16 @@ links to ``/dev/zero`` was read without bound, one that is a FIFO hung the reade
 ``world.json`` linked to a file outside its folder was served, and JSON nested ten thousand deep
 ended in a ``RecursionError`` traceback (or an HTTP 500). So every such read goes through here:
 
-* :func:`read_bytes` / :func:`read_text`: regular files only (checked with ``stat`` before the
+* :func:`read_bytes` / :func:`read_text` (and :func:`open_file` / :func:`lines` for readers that
+  stream a file of any size line by line): regular files only (checked with ``stat`` before the
   open, and again on the open descriptor, which is opened non-blocking so a FIFO swapped in
   between cannot hang it), at most :func:`max_input_bytes` bytes (64 MiB unless the environment
   variable ``AGENTWORLD_MAX_INPUT_BYTES`` says otherwise), and, given ``root``, nothing whose real
-  path leaves ``root`` (a symlink inside the folder to a file inside it is fine);
-* :func:`parse_json` / :func:`parse_yaml`: at most :data:`MAX_DEPTH` levels of nesting;
+  path leaves ``root`` (a symlink inside the folder to a file inside it is fine); a streamed line
+  is bounded instead of the file;
+* :func:`parse_json` / :func:`parse_yaml`: at most :data:`MAX_DEPTH` levels of nesting, JSON's
+  values only (no ``NaN``, ``1e400``, lone surrogates, YAML timestamps or sets), and YAML whose
+  aliases cannot make a small file a huge tree (:mod:`agentworld.inputs.yaml_safe`);
 * :func:`jsonl_rows`: the one JSON-lines splitter. It splits on ``"\\n"`` only: ``str.splitlines``
   also splits on U+2028, U+2029 and U+0085, which JSON writers leave raw inside strings, so a
   splitlines reader could not load back what our own writers saved.
@@ -21,41 +25,29 @@ Every failure is a :class:`~agentworld.errors.DataError` naming the file (and li
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agentworld.errors import DataError
+from agentworld.inputs.limits import (
+    DEFAULT_MAX_INPUT_BYTES,
+    MAX_DEPTH,
+    MAX_EXPANSION,
+    MAX_INPUT_BYTES_ENV,
+    max_input_bytes,
+)
+from agentworld.inputs.yaml_safe import parse_yaml
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_DEPTH", "MAX_INPUT_BYTES_ENV", "check_file", "jsonl_rows",
-           "max_input_bytes", "parse_json", "parse_yaml", "read_bytes", "read_jsonl", "read_text"]
-
-DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
-"""The size limit of one input file unless :data:`MAX_INPUT_BYTES_ENV` sets another."""
-MAX_INPUT_BYTES_ENV = "AGENTWORLD_MAX_INPUT_BYTES"
-"""Environment variable that sets the size limit (bytes) of one input file."""
-MAX_DEPTH = 200
-"""The deepest nesting of JSON/YAML containers accepted (tool schemas and entities need a few dozen)."""
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_DEPTH", "MAX_EXPANSION", "MAX_INPUT_BYTES_ENV", "check_file",
+           "jsonl_rows", "lines", "max_input_bytes", "open_file", "parse_json", "parse_yaml", "read_bytes",
+           "read_jsonl", "read_text"]
 
 _KIND = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
-
-
-def max_input_bytes() -> int:
-    """The size limit of one input file: ``$AGENTWORLD_MAX_INPUT_BYTES`` or 64 MiB."""
-    raw = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_INPUT_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise DataError(f"{MAX_INPUT_BYTES_ENV}={raw!r}: expected a positive number of bytes")
-    return value
 
 
 def _check_kind(mode: int, path: Path) -> None:
@@ -90,6 +82,34 @@ def _confine(path: Path, root: str | Path | None) -> None:
         raise DataError(f"links outside its folder {Path(root)} (refused)", path=str(path))
 
 
+def open_file(path: str | Path, *, root: str | Path | None = None, what: str = "file") -> BinaryIO:
+    """A regular file opened for binary reading, for readers that stream it (:func:`lines`).
+
+    Checked as :func:`read_bytes` checks a file (regular, inside ``root``), but not for its size:
+    a streaming reader bounds each line instead. The open is non-blocking, so a FIFO swapped in
+    after the ``stat`` cannot hang it either.
+
+    Raises:
+        DataError: missing, outside ``root``, not a regular file, or unreadable.
+    """
+    path = Path(path)
+    _confine(path, root)
+    try:
+        _check_kind(os.stat(path).st_mode, path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise DataError(f"cannot read the {what}: no such file", path=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+    handle = os.fdopen(fd, "rb")
+    try:
+        _check_kind(os.fstat(fd).st_mode, path)  # swapped between the stat and the open
+    except DataError:
+        handle.close()
+        raise
+    return handle
+
+
 def read_bytes(path: str | Path, *, root: str | Path | None = None, max_bytes: int | None = None,
                what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (default :func:`max_input_bytes`).
@@ -103,25 +123,41 @@ def read_bytes(path: str | Path, *, root: str | Path | None = None, max_bytes: i
     Raises:
         DataError: missing, outside ``root``, not a regular file, too large, or unreadable.
     """
-    path = Path(path)
     limit = max_input_bytes() if max_bytes is None else max_bytes
-    _confine(path, root)
-    try:
-        _check_kind(os.stat(path).st_mode, path)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise DataError(f"cannot read the {what}: no such file", path=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        _check_kind(info.st_mode, path)  # swapped between the stat and the open
-        if info.st_size > limit:
+    with open_file(path, root=root, what=what) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
             raise DataError(_too_large(limit), path=str(path))
         data = handle.read(limit + 1)
     if len(data) > limit:  # grew while being read
         raise DataError(_too_large(limit), path=str(path))
     return data
+
+
+def lines(path: str | Path, *, root: str | Path | None = None, what: str = "file",
+          max_line_bytes: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, byte offset, bytes)`` of each non-blank line of a file of any length.
+
+    The JSON-lines readers of data files (rows, trajectories, run journals, corpora) stream through
+    this: the file is opened by :func:`open_file`, a byte-order mark before the first line is
+    dropped (as :func:`read_text` drops it), lines are split on ``b"\\n"`` only (see the module
+    doc), and a line longer than ``max_line_bytes`` (default :func:`max_input_bytes`) is a
+    DataError naming the file and line, so a file without newlines cannot fill the memory.
+    """
+    limit = max_input_bytes() if max_line_bytes is None else max_line_bytes
+    with open_file(path, root=root, what=what) as handle:
+        offset = 0
+        for number in itertools.count(1):
+            raw = handle.readline(limit + 1)
+            if not raw:
+                return
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raise DataError(f"a line longer than {limit} bytes (the limit; set {MAX_INPUT_BYTES_ENV} to "
+                                "change it)", path=str(path), line=number)
+            start, offset = offset, offset + len(raw)
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if not raw.isspace() and raw:
+                yield number, start, raw
 
 
 def _too_large(limit: int) -> str:
@@ -139,7 +175,10 @@ def read_text(path: str | Path, *, root: str | Path | None = None, max_bytes: in
 
 
 def _check_depth(data: Any, path: str | None, line: int | None) -> Any:
-    """``data`` itself, once no container in it is nested deeper than :data:`MAX_DEPTH` (no recursion)."""
+    """``data`` itself, once no container in it is nested deeper than :data:`MAX_DEPTH` (no recursion).
+
+    For parsed JSON, a tree (no container is shared), so the walk is linear in the document.
+    """
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         item, depth = stack.pop()
@@ -151,34 +190,23 @@ def _check_depth(data: Any, path: str | None, line: int | None) -> Any:
 
 
 def parse_json(text: str | bytes, *, path: str | Path | None = None, line: int | None = None) -> Any:
-    """``json.loads`` that answers bad or too deeply nested JSON with a located DataError."""
+    """Strict JSON (``orjson``) that answers bad or too deeply nested JSON with a located DataError.
+
+    Strict as every other reader here: ``NaN``, ``Infinity``, numbers a double cannot hold
+    (``1e400``) and lone surrogates (``"\\ud800"``, which no UTF-8 file can be written with) are
+    malformed JSON, not values that fail later, far from the file.
+    """
+    import orjson
+
     where = str(path) if path is not None else None
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise DataError(f"nested deeper than {MAX_DEPTH} levels", path=where, line=line) from None
-    except json.JSONDecodeError as exc:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion" in str(exc):
+            raise DataError(f"nested deeper than {MAX_DEPTH} levels", path=where, line=line) from None
         raise DataError(f"malformed JSON: {exc}", path=where,
                         line=line if line is not None else exc.lineno) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DataError(f"malformed JSON: {exc}", path=where, line=line) from None
     return _check_depth(data, where, line)
-
-
-def parse_yaml(text: str, *, path: str | Path | None = None) -> Any:
-    """``yaml.safe_load`` that answers bad or too deeply nested YAML with a located DataError."""
-    import yaml
-
-    where = str(path) if path is not None else None
-    try:
-        data = yaml.safe_load(text)
-    except RecursionError:
-        raise DataError(f"nested deeper than {MAX_DEPTH} levels", path=where) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DataError(f"malformed YAML: {getattr(exc, 'problem', None) or exc}", path=where,
-                        line=mark.line + 1 if mark else None) from None
-    return _check_depth(data, where, None)
 
 
 def jsonl_rows(text: str, *, path: str | Path | None = None) -> Iterator[tuple[int, Any]]:
