@@ -15,9 +15,8 @@ JSON, reasoning included) unless ``$AGENTWORLD_MAX_RESPONSE_BYTES`` or a command
 
 from __future__ import annotations
 
-import os
-
 from agentworld.errors import AgentWorldError
+from agentworld.inputs.limits import env_bytes
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "MAX_RESPONSE_BYTES_ENV", "BodyLimit", "ResponseTooLargeError",
            "max_response_bytes"]
@@ -59,16 +58,7 @@ def max_response_bytes(value: int | None = None) -> int:
         if value < 1:
             raise AgentWorldError(f"--max-response-bytes {value}: expected a positive number of bytes")
         return value
-    raw = os.environ.get(MAX_RESPONSE_BYTES_ENV, "").strip()
-    if not raw:
-        return DEFAULT_MAX_RESPONSE_BYTES
-    try:
-        parsed = int(raw)
-    except ValueError:
-        parsed = 0
-    if parsed < 1:
-        raise AgentWorldError(f"{MAX_RESPONSE_BYTES_ENV}={raw!r}: expected a positive number of bytes")
-    return parsed
+    return env_bytes(MAX_RESPONSE_BYTES_ENV, DEFAULT_MAX_RESPONSE_BYTES)
 
 
 class BodyLimit:

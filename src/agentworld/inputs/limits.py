@@ -19,13 +19,22 @@ strings they repeat: an alias stands for a copy of what it names in everything t
 
 def max_input_bytes() -> int:
     """The size limit of one input file: ``$AGENTWORLD_MAX_INPUT_BYTES`` or 64 MiB."""
-    raw = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
+    return env_bytes(MAX_INPUT_BYTES_ENV, DEFAULT_MAX_INPUT_BYTES)
+
+
+def env_bytes(name: str, default: int) -> int:
+    """A positive number of bytes from the environment variable ``name``, ``default`` when unset.
+
+    Raises:
+        DataError: the variable is set to something that is not a positive whole number.
+    """
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_MAX_INPUT_BYTES
+        return default
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value <= 0:
-        raise DataError(f"{MAX_INPUT_BYTES_ENV}={raw!r}: expected a positive number of bytes")
+        raise DataError(f"{name}={raw!r}: expected a positive number of bytes")
     return value
