@@ -104,3 +104,12 @@ def test_a_dry_run_names_the_config_file_of_a_field_it_refuses(tmp_path: Path) -
     (tmp_path / "cfg.yaml").write_text("model: model\noutput_dir: out\nmax_steps: 1\n")
     argv = ["train", "rl", "--config", "cfg.yaml", "--dry-run"]
     refused(run_cli(argv, cwd=tmp_path, timeout_s=15), "cfg.yaml, field 'data': an RL config needs 'data'")
+
+
+@pytest.mark.parametrize("field, value", [("total_turns", []), ("total_turns", "two"), ("turn_idx", 1.5)])
+def test_a_row_field_of_the_wrong_type_is_a_located_error(field: str, value: object, tmp_path: Path) -> None:
+    """Found by the long profile (``benchmarks/bench_fuzz.py``) after the fixes: a field no explicit
+    check covered (``total_turns: []``) escaped as a pydantic ``ValidationError`` traceback."""
+    (tmp_path / "rows.jsonl").write_text(json.dumps({**ROW, field: value}) + "\n")
+    argv = ["eval", "run", "--model", "retrieval", "--data", "rows.jsonl", "--no-judge", "--out", "run"]
+    refused(run_cli(argv, cwd=tmp_path, timeout_s=15), "rows.jsonl:1", "sample 'ls-t1'", f"field '{field}'")

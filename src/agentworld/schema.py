@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from agentworld.errors import DataError
 from agentworld.inputs import lines
@@ -211,7 +211,12 @@ def parse_row(row: Any, *, path: str | None = None, line: int | None = None,
             raise fail("expected a string", name)
     if data.get("current_prompt") is None:
         data.pop("current_prompt", None)
-    return _remember(BenchSample.model_validate(data), row)
+    try:
+        sample = BenchSample.model_validate(data)
+    except ValidationError as exc:  # a field no check above covers (total_turns, an unknown's type)
+        first = exc.errors()[0]
+        raise fail(first["msg"], ".".join(str(p) for p in first["loc"]) or None) from None
+    return _remember(sample, row)
 
 
 def read_bench_jsonl(path: str | Path, *,
