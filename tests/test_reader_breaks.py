@@ -113,3 +113,15 @@ def test_a_row_field_of_the_wrong_type_is_a_located_error(field: str, value: obj
     (tmp_path / "rows.jsonl").write_text(json.dumps({**ROW, field: value}) + "\n")
     argv = ["eval", "run", "--model", "retrieval", "--data", "rows.jsonl", "--no-judge", "--out", "run"]
     refused(run_cli(argv, cwd=tmp_path, timeout_s=15), "rows.jsonl:1", "sample 'ls-t1'", f"field '{field}'")
+
+
+def test_a_missing_file_a_config_field_names_is_named_with_the_config_file(tmp_path: Path) -> None:
+    """Found by the long profile after the fixes: ``data: Infinity`` in a config file (a path that does
+    not exist) was reported as ``Infinity, field 'data': …``, naming neither the config file nor where
+    the value came from."""
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "cfg.yaml").write_text('{"model": "model", "output_dir": "out", "data": Infinity, '
+                                       '"max_steps": 1}\n')
+    argv = ["train", "rl", "--config", "cfg.yaml", "--dry-run"]
+    refused(run_cli(argv, cwd=tmp_path, timeout_s=15), "cfg.yaml, field 'data': Infinity: no such file")

@@ -210,10 +210,7 @@ def config_command(app: typer.Typer, config_cls: type[C], run: Callable[..., Non
                 claim_outputs(config)
             run(config, **{k: v for k, v in values.items() if k not in config_cls.model_fields})
         except DataError as exc:
-            given = (exc.field or "").split(".")[0] in config_cls.model_fields
-            if source is None or exc.path is not None or not given:
-                raise
-            raise dataclasses.replace(exc, path=str(source)) from None  # a field the config file gave
+            raise _in_config_file(exc, source, config_cls) from None
         finally:
             release_all()
 
@@ -270,6 +267,17 @@ def _merged(config_cls: type[C], path: Path | None, given: dict[str, Any]) -> C:
                if isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("output") == "folder"}
     claim_outputs(config, skip=set(config_cls.model_fields) - (set(given) & folders))  # now knowing resume
     return config
+
+
+def _in_config_file(exc: DataError, source: Path | None, config_cls: type[BaseModel]) -> DataError:
+    """``exc`` naming the config file when it is about a field that file gave: the field's value itself
+    (no path of its own), or a file the value names as a whole (``cfg.yaml, field 'data': x: no such
+    file``); an error located inside another file (its line) is left as it is."""
+    given = (exc.field or "").split(".")[0] in config_cls.model_fields
+    if source is None or not given or exc.line is not None or exc.path == str(source):
+        return exc
+    message = f"{exc.path}: {exc.message}" if exc.path is not None else exc.message
+    return dataclasses.replace(exc, message=message, path=str(source))
 
 
 def command_label() -> str:
