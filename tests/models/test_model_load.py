@@ -72,6 +72,20 @@ def test_crafted_bytes_after_the_magic_are_one_line(tmp_path: Path) -> None:
     refused(outcome, hits, tmp_path, "llama.cpp cannot load")
 
 
+def test_a_gguf_llama_cpp_aborts_on_is_one_line_not_a_crash(tmp_path: Path) -> None:
+    """A vocabulary with a repeated token string fails a ``GGML_ASSERT`` in llama.cpp, which aborts the
+    process (SIGABRT, no traceback, no line: found by the fuzz suite's long profile among GGUFs with a
+    flipped byte); the child-process probe turns it into one line naming the assertion."""
+    whole = tiny_gguf(tmp_path / "whole.gguf").read_bytes()
+    first, second = "\u0100".encode(), "\u0101".encode()  # two byte-alphabet tokens, both 2 bytes long
+    length = len(first).to_bytes(8, "little")
+    assert whole.count(length + first) == 1
+    twice = tmp_path / "twice.gguf"
+    twice.write_bytes(whole.replace(length + first, length + second))
+    outcome, hits = eval_run(tmp_path, f"llamacpp:{twice}")
+    refused(outcome, hits, tmp_path, f"llamacpp:{twice}", "llama.cpp crashed (SIGABRT)", "GGML_ASSERT")
+
+
 def test_a_text_file_named_gguf_is_one_line_for_both_backends(tmp_path: Path) -> None:
     text = tmp_path / "model.gguf"
     text.write_text("hello\n")

@@ -22,7 +22,9 @@ view in its metadata, and every request is asked through it
 A file that cannot load (truncated, crafted, not GGUF, without a chat template, with a template that
 cannot render a user message: :mod:`agentworld.models.chat_template`) fails the backend's
 construction through :meth:`~agentworld.models.batching.BatchingBackend.ready`, once, before any
-request; a template without a system role gets the system prompt in the first user turn.
+request; a template without a system role gets the system prompt in the first user turn. A file that
+llama.cpp itself aborts on (a failed ``GGML_ASSERT``) is caught the same way: it is loaded in a child
+process first (:mod:`agentworld.models.llamacpp_probe`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from agentworld.errors import BackendError
 from agentworld.models import chat_template
 from agentworld.models.base import ChatRequest, ChatResult, ModelLoadError, Usage, register_backend
 from agentworld.models.batching import BatchingBackend
+from agentworld.models.llamacpp_probe import probe_load
 from agentworld.models.openai_compat import extract_reasoning
 from agentworld.models.packaged import gguf_file
 
@@ -89,6 +92,7 @@ class LlamaCppBackend(BatchingBackend):
     def _load(self) -> None:
         from llama_cpp import Llama
 
+        probe_load(self.path, self.name)  # a file llama.cpp aborts on kills a child, not this process
         try:
             self._llm = Llama(model_path=str(self.path), n_ctx=self.n_ctx, n_threads=self.n_threads,
                               n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
