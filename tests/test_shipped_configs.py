@@ -172,7 +172,7 @@ def test_a_dry_run_names_a_model_that_is_not_a_model_folder(tmp_path: Path) -> N
     rl.write_text(yaml.safe_dump({"model": "./no-model", "output_dir": "out", "data": "moved.jsonl"}))
     result = CliRunner().invoke(app, ["train", "rl", "--config", str(rl), "--dry-run"])
     assert result.exit_code == 2
-    assert f"{tmp_path / 'no-model'}, field 'model': not a model folder" in result.output
+    assert f"{rl}, field 'model': {tmp_path / 'no-model'}: not a model folder" in result.output
 
 
 @pytest.mark.extra("train")
@@ -182,9 +182,10 @@ def test_a_dry_run_names_a_missing_file_and_its_field(tmp_path: Path, tiny: Path
                                       "data": [{"path": "corpus/terminal.jsonl"}]}))
     result = CliRunner().invoke(app, ["train", "sft", "--config", str(config), "--dry-run"])
     assert result.exit_code == 2
-    assert f"{tmp_path / 'corpus/terminal.jsonl'}, field 'data.0.path': no such file" in result.output
+    missing = tmp_path / "corpus/terminal.jsonl"
+    assert f"{config}, field 'data.0.path': {missing}: no such file" in result.output
     rl = tmp_path / "rl.yaml"
     rl.write_text(yaml.safe_dump({"model": "./no-model", "output_dir": "out", "data": "moved.jsonl"}))
     result = CliRunner().invoke(app, ["train", "rl", "--config", str(rl), "--dry-run", "--model", str(tiny)])
     assert result.exit_code == 2
-    assert f"{tmp_path / 'moved.jsonl'}, field 'data': no such file" in result.output
+    assert f"{rl}, field 'data': {tmp_path / 'moved.jsonl'}: no such file" in result.output
