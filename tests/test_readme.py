@@ -71,7 +71,7 @@ def test_readme_is_short_and_keeps_the_quick_start() -> None:
 
 
 def test_ci_runs_the_quick_start_commands_as_the_readme_writes_them_before_any_extra() -> None:
-    """``.ci/run`` takes the install and the test command from the README, never a copy of them."""
+    """``.ci/run`` runs the README's install and test commands as written, first, and checks they match."""
     spec = importlib.util.spec_from_file_location("readme_commands", ROOT / ".ci" / "readme_commands.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -79,11 +79,16 @@ def test_ci_runs_the_quick_start_commands_as_the_readme_writes_them_before_any_e
     install, tests = module.quick_start(README.read_text(encoding="utf-8"))
     assert install.startswith("bash install.sh") and "--" not in install  # no extra: what a newcomer gets
     assert tests.strip().startswith(".venv/bin/pytest")
-    steps = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and line[0] != "#"]
-    readme = steps.index("python3 .ci/readme_commands.py")
-    assert not [line for line in steps[:readme] if "install" in line or "pytest" in line]
+    ci = (ROOT / ".ci" / "run").read_text()
+    steps = [line for line in ci.splitlines() if line and line[0] != "#"]
+    check = steps.index("python3 .ci/readme_commands.py --check")
+    assert steps[check + 1:check + 3] == [install.strip(), tests.strip()]  # first, before any extra
+    assert not [line for line in steps[:check] if "install" in line or "pytest" in line]
     assert steps[-1] == ".venv/bin/python .ci/extra_tests.py"
-    assert not [line for line in steps if "pytest" in line], "CI's tests are the README's and the extras'"
+    assert [line for line in steps if "pytest" in line] == [tests.strip()], "the README's and the extras'"
+    assert module.drifted([install, tests], ci) == []
+    assert module.drifted([install, tests.strip() + " -x"], ci) == [tests.strip() + " -x"]  # it can fail
+    assert module.drifted([tests, install], ci) == [install.strip()]  # and minds the order
 
 
 def test_the_readme_command_map_names_every_command() -> None:
